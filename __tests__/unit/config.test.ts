@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+const problemsOf = (env: Record<string, string>) => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError);
+    return error.problems;
+  }
+  assert.fail('expected a ConfigError');
+};
+
+describe('configuration', () => {
+  test('defaults give a development server on localhost:4000 with embedded database and IdP', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 4000);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.publicUrl, 'http://localhost:4000');
+    assert.deepEqual(config.database, { kind: 'pglite', dataDir: './.data' });
+    assert.equal(config.oidc.issuer, undefined);
+    assert.equal(config.oidc.audience, 'orders-api');
+    assert.equal(config.oidc.rolesClaim, 'roles');
+    assert.equal(config.isProduction, false);
+    assert.ok(Object.isFrozen(config) && Object.isFrozen(config.oidc));
+  });
+
+  test('lists every problem at once', () => {
+    assert.deepEqual(
+      problemsOf({
+        PORT: 'eighty',
+        DATABASE_URL: 'mysql://x',
+        LOG_LEVEL: 'loud',
+        CORS_ORIGINS: 'https://a.example/path',
+      }),
+      [
+        'PORT: Invalid input: expected number, received NaN',
+        'DATABASE_URL: DATABASE_URL must start with postgres:// or postgresql://',
+        'CORS_ORIGINS.0: CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com',
+        'LOG_LEVEL: Invalid option: expected one of "fatal"|"error"|"warn"|"info"|"debug"|"trace"|"silent"',
+      ],
+    );
+  });
+
+  test('production refuses the embedded identity provider and the embedded database', () => {
+    assert.deepEqual(problemsOf({ NODE_ENV: 'production' }), [
+      'OIDC_ISSUER: is required in production (the embedded identity provider is for development only)',
+      'DATABASE_URL: is required in production (the embedded database is for development only)',
+    ]);
+  });
+
+  test('production with an issuer and a database is accepted', () => {
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      OIDC_ISSUER: 'https://id.example.com/realms/orders/',
+      DATABASE_URL: 'postgres://db/orders',
+      ROLES_CLAIM: 'realm_access.roles',
+    });
+    assert.equal(config.isProduction, true);
+    assert.equal(config.oidc.issuer, 'https://id.example.com/realms/orders');
+    assert.equal(config.oidc.rolesClaim, 'realm_access.roles');
+  });
+
+  test('contradictory settings are refused', () => {
+    assert.deepEqual(problemsOf({ OIDC_CLIENT_SECRET: 's', DATABASE_SCHEMA: 'x' }), [
+      'OIDC_CLIENT_ID: OIDC_CLIENT_ID/OIDC_CLIENT_SECRET have no meaning without OIDC_ISSUER',
+      'OIDC_CLIENT_SECRET: is set but OIDC_CLIENT_ID is not',
+      'DATABASE_SCHEMA: only applies together with DATABASE_URL',
+    ]);
+  });
+
+  test('PUBLIC_URL loses a trailing slash and must not carry a query', () => {
+    assert.equal(loadConfig({ PUBLIC_URL: 'https://api.example.com/' }).publicUrl, 'https://api.example.com');
+    assert.deepEqual(problemsOf({ PUBLIC_URL: 'https://api.example.com/?x=1' }), [
+      'PUBLIC_URL: PUBLIC_URL must be an http(s) URL without query or fragment',
+    ]);
+  });
+});

@@ -1,0 +1,183 @@
+import { z } from 'zod';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const optionalString = z
+  .string()
+  .trim()
+  .transform((v) => (v === '' ? undefined : v))
+  .optional();
+
+const httpUrl = (name: string) =>
+  z
+    .string()
+    .trim()
+    .refine((v) => {
+      try {
+        const u = new URL(v);
+        return (u.protocol === 'http:' || u.protocol === 'https:') && !u.search && !u.hash;
+      } catch {
+        return false;
+      }
+    }, `${name} must be an http(s) URL without query or fragment`)
+    .transform((v) => v.replace(/\/+$/, ''));
+
+const EnvSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+  HOST: z.string().trim().min(1).default('127.0.0.1'),
+  PUBLIC_URL: httpUrl('PUBLIC_URL').optional(),
+  DATABASE_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://')
+      .optional(),
+  ),
+  DATABASE_SCHEMA: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'DATABASE_SCHEMA must be a lower-case SQL identifier')
+      .optional(),
+  ),
+  DATA_DIR: z.string().trim().min(1).default('./.data'),
+  REDIS_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^rediss?:\/\//, 'REDIS_URL must start with redis:// or rediss://')
+      .optional(),
+  ),
+  OIDC_ISSUER: optionalString.pipe(httpUrl('OIDC_ISSUER').optional()),
+  OIDC_CLIENT_ID: optionalString,
+  OIDC_CLIENT_SECRET: optionalString,
+  API_AUDIENCE: z.string().trim().min(1).default('orders-api'),
+  ROLES_CLAIM: z
+    .string()
+    .trim()
+    .regex(/^[^.\s]+(\.[^.\s]+)*$/, 'ROLES_CLAIM must be a dotted claim path such as realm_access.roles')
+    .default('roles'),
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z.array(
+        z.string().refine((o) => {
+          try {
+            return new URL(o).origin === o;
+          } catch {
+            return false;
+          }
+        }, 'CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com'),
+      ),
+    ),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  TRUST_PROXY: z
+    .string()
+    .trim()
+    .default('false')
+    .refine((v) => /^(true|false|\d{1,2})$/.test(v), 'TRUST_PROXY must be true, false or a hop count')
+    .transform((v) => (v === 'true' ? true : v === 'false' ? false : Number(v))),
+});
+
+/**
+ * Rules between settings. They read the raw strings, so they are reported even when some
+ * single setting is malformed: zod would skip an object-level refinement in that case.
+ */
+function crossFieldProblems(env: NodeJS.ProcessEnv): string[] {
+  const set = (name: string) => Boolean(env[name]?.trim());
+  const problems: string[] = [];
+  if (env.NODE_ENV?.trim() === 'production') {
+    if (!set('OIDC_ISSUER'))
+      problems.push('OIDC_ISSUER: is required in production (the embedded identity provider is for development only)');
+    if (!set('DATABASE_URL'))
+      problems.push('DATABASE_URL: is required in production (the embedded database is for development only)');
+  }
+  if (!set('OIDC_ISSUER') && (set('OIDC_CLIENT_ID') || set('OIDC_CLIENT_SECRET')))
+    problems.push('OIDC_CLIENT_ID: OIDC_CLIENT_ID/OIDC_CLIENT_SECRET have no meaning without OIDC_ISSUER');
+  if (set('OIDC_CLIENT_SECRET') && !set('OIDC_CLIENT_ID'))
+    problems.push('OIDC_CLIENT_SECRET: is set but OIDC_CLIENT_ID is not');
+  if (set('DATABASE_SCHEMA') && !set('DATABASE_URL'))
+    problems.push('DATABASE_SCHEMA: only applies together with DATABASE_URL');
+  return problems;
+}
+
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export type DatabaseConfig =
+  | { readonly kind: 'postgres'; readonly url: string; readonly schema?: string }
+  | { readonly kind: 'pglite'; readonly dataDir: string | 'memory' };
+
+export interface Config {
+  readonly nodeEnv: 'development' | 'test' | 'production';
+  readonly isProduction: boolean;
+  readonly port: number;
+  readonly host: string;
+  /** Externally visible base URL, no trailing slash. */
+  readonly publicUrl: string;
+  readonly database: DatabaseConfig;
+  readonly redisUrl?: string;
+  readonly oidc: {
+    /** Unset means the embedded development identity provider at `${publicUrl}/idp`. */
+    readonly issuer?: string;
+    readonly clientId?: string;
+    readonly clientSecret?: string;
+    readonly audience: string;
+    readonly rolesClaim: string;
+  };
+  readonly corsOrigins: readonly string[];
+  readonly logLevel: LogLevel;
+  readonly trustProxy: boolean | number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Validates the whole environment at once so that every problem is reported together. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  const problems = [
+    ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.') || 'environment'}: ${i.message}`)),
+    ...crossFieldProblems(env),
+  ];
+  if (!parsed.success || problems.length) throw new ConfigError(problems);
+  const e = parsed.data;
+  const config: Config = {
+    nodeEnv: e.NODE_ENV,
+    isProduction: e.NODE_ENV === 'production',
+    port: e.PORT,
+    host: e.HOST,
+    publicUrl: e.PUBLIC_URL ?? `http://localhost:${e.PORT}`,
+    database: e.DATABASE_URL
+      ? { kind: 'postgres', url: e.DATABASE_URL, ...(e.DATABASE_SCHEMA ? { schema: e.DATABASE_SCHEMA } : {}) }
+      : { kind: 'pglite', dataDir: e.DATA_DIR },
+    ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}),
+    oidc: {
+      ...(e.OIDC_ISSUER ? { issuer: e.OIDC_ISSUER } : {}),
+      ...(e.OIDC_CLIENT_ID ? { clientId: e.OIDC_CLIENT_ID } : {}),
+      ...(e.OIDC_CLIENT_SECRET ? { clientSecret: e.OIDC_CLIENT_SECRET } : {}),
+      audience: e.API_AUDIENCE,
+      rolesClaim: e.ROLES_CLAIM,
+    },
+    corsOrigins: e.CORS_ORIGINS,
+    logLevel: e.LOG_LEVEL,
+    trustProxy: e.TRUST_PROXY,
+  };
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
