@@ -1,0 +1,29 @@
+import type { Customer } from '../domain/customers.js';
+import type { Queryable } from './db.js';
+import { toCustomer } from './rows.js';
+
+export async function customersByIds(db: Queryable, ids: readonly string[]): Promise<Customer[]> {
+  const rows = await db.query('select id, subject, name, email from customers where id = any($1::text[])', [ids]);
+  return rows.map(toCustomer);
+}
+
+export async function customerBySubject(db: Queryable, subject: string): Promise<Customer | null> {
+  const rows = await db.query('select id, subject, name, email from customers where subject = $1', [subject]);
+  return rows[0] ? toCustomer(rows[0]) : null;
+}
+
+/** Inserts the customer unless the subject already has one; either way returns the stored row. */
+export async function insertCustomerForSubject(db: Queryable, customer: Customer): Promise<Customer> {
+  const rows = await db.query(
+    `with inserted as (
+       insert into customers (id, subject, name, email) values ($1, $2, $3, $4)
+       on conflict (subject) do nothing
+       returning id, subject, name, email
+     )
+     select * from inserted
+     union all
+     select id, subject, name, email from customers where subject = $2 and not exists (select 1 from inserted)`,
+    [customer.id, customer.subject, customer.name, customer.email],
+  );
+  return toCustomer(rows[0]);
+}

@@ -1,0 +1,114 @@
+import type { Database } from './db.js';
+
+interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/** Append-only: a released migration is never edited, only followed by a new one. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'orders',
+    sql: `
+      create table products (
+        sku         text primary key,
+        name        text not null,
+        price_cents integer not null check (price_cents > 0)
+      );
+      create table customers (
+        id         text primary key,
+        subject    text unique,
+        name       text not null,
+        email      text,
+        created_at timestamptz not null default now()
+      );
+      create table orders (
+        id          text primary key,
+        customer_id text not null references customers (id),
+        status      text not null check (status in ('pending', 'paid', 'shipped', 'delivered', 'cancelled')),
+        total_cents integer not null check (total_cents >= 0),
+        version     integer not null default 1 check (version >= 1),
+        created_at  timestamptz not null,
+        updated_at  timestamptz not null
+      );
+      -- recentOrders for staff, and for customers; both read newest first.
+      create index orders_recent_idx on orders (created_at desc, id desc);
+      create index orders_customer_recent_idx on orders (customer_id, created_at desc, id desc);
+      create table order_items (
+        order_id         text not null references orders (id) on delete cascade,
+        line_no          smallint not null,
+        sku              text not null references products (sku),
+        qty              integer not null check (qty between 1 and 999),
+        unit_price_cents integer not null check (unit_price_cents > 0),
+        primary key (order_id, line_no)
+      );
+    `,
+  },
+  {
+    version: 2,
+    name: 'embedded identity provider',
+    sql: `
+      create table idp_users (
+        username      text primary key,
+        subject       text not null unique,
+        name          text not null,
+        email         text not null,
+        roles         jsonb not null default '[]',
+        password_hash text not null
+      );
+      create table idp_keys (
+        id         integer primary key check (id = 1),
+        jwks       jsonb not null,
+        created_at timestamptz not null default now()
+      );
+      create table idp_models (
+        model       text not null,
+        id          text not null,
+        payload     jsonb not null,
+        grant_id    text,
+        uid         text,
+        user_code   text,
+        expires_at  timestamptz,
+        consumed_at timestamptz,
+        primary key (model, id)
+      );
+      create index idp_models_grant_idx on idp_models (grant_id) where grant_id is not null;
+      create index idp_models_uid_idx on idp_models (uid) where uid is not null;
+      create index idp_models_expires_idx on idp_models (expires_at) where expires_at is not null;
+    `,
+  },
+];
+
+/** Applies pending migrations; an advisory lock keeps replicas starting together from racing. */
+export async function migrate(db: Database): Promise<number[]> {
+  return db.transaction(async (tx) => {
+    await tx.query(`select pg_advisory_xact_lock(7251001)`);
+    await tx.query(`create table if not exists schema_migrations (
+      version integer primary key,
+      name text not null,
+      applied_at timestamptz not null default now()
+    )`);
+    const done = new Set(
+      (await tx.query<{ version: number }>('select version from schema_migrations')).map((r) => r.version),
+    );
+    const applied: number[] = [];
+    for (const m of MIGRATIONS) {
+      if (done.has(m.version)) continue;
+      for (const statement of splitStatements(m.sql)) await tx.query(statement);
+      await tx.query('insert into schema_migrations (version, name) values ($1, $2)', [m.version, m.name]);
+      applied.push(m.version);
+    }
+    return applied;
+  });
+}
+
+/** Extended-protocol queries take one statement each; migrations hold no semicolons inside literals. */
+function splitStatements(sql: string): string[] {
+  return sql
+    .replace(/--.*$/gm, '')
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

@@ -1,0 +1,115 @@
+import type { Order, OrderItem, OrderStatus } from '../domain/orders.js';
+import type { Queryable } from './db.js';
+import { toOrder, toOrderItem } from './rows.js';
+
+const ORDER_COLUMNS = 'id, customer_id, status, total_cents, version, created_at, updated_at';
+
+/** Position in the newest-first order: (created_at, id) descending. */
+export interface OrderCursor {
+  readonly createdAt: Date;
+  readonly id: string;
+}
+
+export async function findOrder(db: Queryable, id: string): Promise<Order | null> {
+  const rows = await db.query(`select ${ORDER_COLUMNS} from orders where id = $1`, [id]);
+  return rows[0] ? toOrder(rows[0]) : null;
+}
+
+/** Newest first; `customerId` narrows to one customer, `after` continues a previous page. */
+export async function listOrders(
+  db: Queryable,
+  opts: { customerId?: string; limit: number; after?: OrderCursor },
+): Promise<Order[]> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (opts.customerId !== undefined) {
+    params.push(opts.customerId);
+    where.push(`customer_id = $${params.length}`);
+  }
+  if (opts.after) {
+    params.push(opts.after.createdAt, opts.after.id);
+    where.push(`(created_at, id) < ($${params.length - 1}, $${params.length})`);
+  }
+  params.push(opts.limit);
+  const rows = await db.query(
+    `select ${ORDER_COLUMNS} from orders ${where.length ? `where ${where.join(' and ')}` : ''}
+     order by created_at desc, id desc limit $${params.length}`,
+    params,
+  );
+  return rows.map(toOrder);
+}
+
+/** The newest `limit` orders of each customer, in one statement. */
+export async function listOrdersOfCustomers(
+  db: Queryable,
+  customerIds: readonly string[],
+  limit: number,
+): Promise<Order[]> {
+  const rows = await db.query(
+    `select o.* from unnest($1::text[]) as c(id)
+     cross join lateral (
+       select ${ORDER_COLUMNS} from orders where customer_id = c.id
+       order by created_at desc, id desc limit $2
+     ) o`,
+    [customerIds, limit],
+  );
+  return rows.map(toOrder);
+}
+
+export async function itemsOfOrders(db: Queryable, orderIds: readonly string[]): Promise<OrderItem[]> {
+  const rows = await db.query(
+    `select order_id, line_no, sku, qty, unit_price_cents from order_items
+     where order_id = any($1::text[]) order by order_id, line_no`,
+    [orderIds],
+  );
+  return rows.map(toOrderItem);
+}
+
+export async function insertOrder(
+  db: Queryable,
+  order: Order,
+  lines: readonly { sku: string; qty: number; unitPriceCents: number }[],
+): Promise<OrderItem[]> {
+  await db.query(`insert into orders (${ORDER_COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7)`, [
+    order.id,
+    order.customerId,
+    order.status,
+    order.totalCents,
+    order.version,
+    order.createdAt,
+    order.updatedAt,
+  ]);
+  await insertItems(db, order.id, lines);
+  return lines.map((l, i) => ({ orderId: order.id, lineNo: i + 1, ...l }));
+}
+
+async function insertItems(
+  db: Queryable,
+  orderId: string,
+  lines: readonly { sku: string; qty: number; unitPriceCents: number }[],
+): Promise<void> {
+  await db.query(
+    `insert into order_items (order_id, line_no, sku, qty, unit_price_cents)
+     select $1, l.n, l.sku, l.qty, l.price
+     from unnest($2::text[], $3::int[], $4::int[]) with ordinality as l(sku, qty, price, n)`,
+    [orderId, lines.map((l) => l.sku), lines.map((l) => l.qty), lines.map((l) => l.unitPriceCents)],
+  );
+}
+
+/**
+ * Compare-and-set on the version: returns null when the row is gone or has moved on,
+ * so concurrent writers with the same precondition get exactly one winner.
+ */
+export async function updateOrderStatus(
+  db: Queryable,
+  id: string,
+  status: OrderStatus,
+  expectedVersion: number,
+): Promise<Order | null> {
+  const rows = await db.query(
+    `update orders set status = $2, version = version + 1, updated_at = clock_timestamp()
+     where id = $1 and version = $3 returning ${ORDER_COLUMNS}`,
+    [id, status, expectedVersion],
+  );
+  return rows[0] ? toOrder(rows[0]) : null;
+}

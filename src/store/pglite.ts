@@ -1,0 +1,38 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import type { Database, Queryable } from './db.js';
+
+/** Embedded PostgreSQL: one connection, which PGlite itself serializes around transactions. */
+export async function openPglite(dataDir: string | 'memory'): Promise<Database> {
+  if (dataDir !== 'memory') mkdirSync(dataDir, { recursive: true });
+  const pglite = dataDir === 'memory' ? new PGlite() : new PGlite(dataDir);
+  await pglite.waitReady;
+
+  const db: Database = {
+    kind: 'pglite',
+    async query<R>(sql: string, params?: readonly unknown[]) {
+      db.onStatement?.();
+      const result = await pglite.query<R>(sql, params as unknown[] | undefined);
+      return result.rows;
+    },
+    transaction<T>(fn: (tx: Queryable) => Promise<T>) {
+      return pglite.transaction(async (inner) => {
+        const tx: Queryable = {
+          async query<R>(sql: string, params?: readonly unknown[]) {
+            db.onStatement?.();
+            const result = await inner.query<R>(sql, params as unknown[] | undefined);
+            return result.rows;
+          },
+        };
+        return fn(tx);
+      });
+    },
+    async ping() {
+      await pglite.query('select 1');
+    },
+    async close() {
+      await pglite.close();
+    },
+  };
+  return db;
+}

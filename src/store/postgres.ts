@@ -1,0 +1,66 @@
+import pg from 'pg';
+import type { Database, Queryable } from './db.js';
+
+export async function openPostgres(url: string, schema?: string): Promise<Database> {
+  if (schema) {
+    // The schema must exist before pooled connections put it on their search_path.
+    const setup = new pg.Client({ connectionString: url });
+    await setup.connect();
+    try {
+      await setup.query(`create schema if not exists "${schema}"`);
+    } finally {
+      await setup.end();
+    }
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: 5_000,
+    ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+  });
+  // An idle client that loses its connection emits here; without a listener the process would crash.
+  pool.on('error', () => undefined);
+
+  const db: Database = {
+    kind: 'postgres',
+    async query<R>(sql: string, params?: readonly unknown[]) {
+      db.onStatement?.();
+      const result = await pool.query(sql, params as unknown[] | undefined);
+      return result.rows as R[];
+    },
+    async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
+      const client = await pool.connect();
+      const tx: Queryable = {
+        async query<R>(sql: string, params?: readonly unknown[]) {
+          db.onStatement?.();
+          const result = await client.query(sql, params as unknown[] | undefined);
+          return result.rows as R[];
+        },
+      };
+      let broken = false;
+      try {
+        await client.query('begin');
+        const value = await fn(tx);
+        await client.query('commit');
+        return value;
+      } catch (error) {
+        try {
+          await client.query('rollback');
+        } catch {
+          broken = true;
+        }
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    },
+    async ping() {
+      await pool.query('select 1');
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+  return db;
+}

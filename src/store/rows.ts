@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import { ORDER_STATUSES, type Order, type OrderItem } from '../domain/orders.js';
+import type { Customer } from '../domain/customers.js';
+import type { Product } from '../domain/catalogue.js';
+
+// Rows are validated once where they enter the program, so a schema drift fails loudly here.
+const int = z.coerce.number().int();
+
+const OrderRow = z.object({
+  id: z.string(),
+  customer_id: z.string(),
+  status: z.enum(ORDER_STATUSES),
+  total_cents: int,
+  version: int,
+  created_at: z.coerce.date(),
+  updated_at: z.coerce.date(),
+});
+
+const OrderItemRow = z.object({
+  order_id: z.string(),
+  line_no: int,
+  sku: z.string(),
+  qty: int,
+  unit_price_cents: int,
+});
+
+const CustomerRow = z.object({
+  id: z.string(),
+  subject: z.string().nullable(),
+  name: z.string(),
+  email: z.string().nullable(),
+});
+
+const ProductRow = z.object({ sku: z.string(), name: z.string(), price_cents: int });
+
+export function toOrder(row: unknown): Order {
+  const r = OrderRow.parse(row);
+  return {
+    id: r.id,
+    customerId: r.customer_id,
+    status: r.status,
+    totalCents: r.total_cents,
+    version: r.version,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+export function toOrderItem(row: unknown): OrderItem {
+  const r = OrderItemRow.parse(row);
+  return { orderId: r.order_id, lineNo: r.line_no, sku: r.sku, qty: r.qty, unitPriceCents: r.unit_price_cents };
+}
+
+export function toCustomer(row: unknown): Customer {
+  const r = CustomerRow.parse(row);
+  return { id: r.id, subject: r.subject, name: r.name, email: r.email };
+}
+
+export function toProduct(row: unknown): Product {
+  const r = ProductRow.parse(row);
+  return { sku: r.sku, name: r.name, priceCents: r.price_cents };
+}
