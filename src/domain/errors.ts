@@ -1,0 +1,42 @@
+/**
+ * The one catalogue of expected failures. Each transport translates a code once:
+ * REST to a problem type and status, GraphQL to `extensions.code`.
+ */
+export const ERROR_CODES = [
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'INSUFFICIENT_SCOPE',
+  'NOT_FOUND',
+  'BAD_USER_INPUT',
+  'INVALID_TRANSITION',
+  'PRECONDITION_FAILED',
+  'PRECONDITION_REQUIRED',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** One invalid input: where (a JSON pointer into the request) and why. */
+export interface InvalidField {
+  readonly pointer: string;
+  readonly reason: string;
+}
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: { readonly invalid?: readonly InvalidField[]; readonly scope?: string } = {},
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const notFound = (what: string) => new DomainError('NOT_FOUND', `${what} was not found.`);
+
+export const invalidInput = (invalid: readonly InvalidField[]) =>
+  new DomainError(
+    'BAD_USER_INPUT',
+    invalid.length === 1 ? `${invalid[0]!.pointer}: ${invalid[0]!.reason}` : `${invalid.length} fields are invalid.`,
+    { invalid },
+  );

@@ -1,0 +1,35 @@
+import { DomainError } from './errors.js';
+
+export type Principal =
+  | { readonly kind: 'anonymous' }
+  | {
+      readonly kind: 'user';
+      /** The OIDC `sub` of whoever is calling. */
+      readonly subject: string;
+      readonly scopes: ReadonlySet<string>;
+      readonly roles: ReadonlySet<string>;
+      readonly name?: string;
+      readonly email?: string;
+    };
+
+export type User = Extract<Principal, { kind: 'user' }>;
+
+export const ANONYMOUS: Principal = Object.freeze({ kind: 'anonymous' });
+
+export const SCOPES = { read: 'orders:read', write: 'orders:write' } as const;
+export const STAFF_ROLE = 'staff';
+
+export function isStaff(user: User): boolean {
+  return user.roles.has(STAFF_ROLE);
+}
+
+/** A valid login is not permission: reads need `orders:read`, writes `orders:write`. */
+export function requireScope(principal: Principal, scope: (typeof SCOPES)[keyof typeof SCOPES]): User {
+  if (principal.kind !== 'user') {
+    throw new DomainError('UNAUTHENTICATED', 'Sign in or send a Bearer access token to see order data.');
+  }
+  if (!principal.scopes.has(scope)) {
+    throw new DomainError('INSUFFICIENT_SCOPE', `The access token lacks the ${scope} scope.`, { scope });
+  }
+  return principal;
+}
