@@ -1,0 +1,219 @@
+import express from 'express';
+import type { Router } from 'express';
+import type { JSONWebKeySet } from 'jose';
+import type { Logger } from 'pino';
+import Provider, { errors } from 'oidc-provider';
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
+import type { Database } from '../store/db.js';
+import { PostgresAdapter, sweepExpiredModels } from './idp/adapter.js';
+import { FIRST_PARTY_CLIENTS, allowLoopbackReplicas, clientMetadata } from './idp/clients.js';
+import { interactionRoutes } from './idp/interactions.js';
+import { loadOrCreateSecrets, toPublicJwks } from './idp/keys.js';
+import { errorPage, loggedOutPage, logoutPage } from './idp/pages.js';
+import { findUserBySubject, seedDemoUsers } from './idp/users.js';
+
+export interface EmbeddedIdp {
+  /** Express router to mount with app.use('/idp', idp.router). Contains the interaction (login/consent) routes and then provider.callback(). */
+  readonly router: Router;
+  /** Public JWKS (only public key parts) the API uses to verify access tokens locally. */
+  readonly publicJwks: JSONWebKeySet;
+  readonly issuer: string;
+  close(): Promise<void>;
+}
+
+export interface EmbeddedIdpOptions {
+  /** e.g. http://127.0.0.1:54321/idp (= PUBLIC_URL + '/idp') */
+  issuer: string;
+  /** The API's own base URL, e.g. http://127.0.0.1:54321 */
+  publicUrl: string;
+  db: Database;
+  /** API_AUDIENCE: the `aud` of every access token this IdP issues. */
+  audience: string;
+  /** Trust X-Forwarded-* headers (sets provider.proxy). */
+  trustProxy: boolean;
+  logger: Logger;
+}
+
+/** Scopes of the orders API; they live on its resource server, not among the OIDC scopes. */
+const API_SCOPES = 'orders:read orders:write';
+const HOUR = 60 * 60;
+const DAY = 24 * HOUR;
+const SWEEP_INTERVAL_MS = 15 * 60 * 1000;
+
+const ERROR_EVENTS = [
+  'authorization.error',
+  'backchannel.error',
+  'discovery.error',
+  'end_session.error',
+  'grant.error',
+  'introspection.error',
+  'jwks.error',
+  'revocation.error',
+  'userinfo.error',
+] as const;
+
+/**
+ * The development OpenID provider: oidc-provider backed by the app's database, issuing RS256 JWT access tokens
+ * whose audience is the orders API.
+ */
+export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<EmbeddedIdp> {
+  const { db, audience, logger } = opts;
+  const issuer = opts.issuer.replace(/\/+$/, '');
+  const basePath = new URL(issuer).pathname.replace(/\/+$/, '');
+
+  const secrets = await loadOrCreateSecrets(db);
+  await seedDemoUsers(db);
+
+  // Resource indicators must be absolute URIs; a bare audience such as 'orders-api' becomes a URN.
+  const resourceIndicator = URL.canParse(audience) ? audience : `urn:${encodeURIComponent(audience)}`;
+
+  const configuration: Configuration = {
+    adapter: (model) => new PostgresAdapter(db, model),
+    clients: clientMetadata(opts.publicUrl),
+    jwks: { keys: secrets.signingKeys },
+    cookies: {
+      keys: secrets.cookieKeys,
+      // Distinct from whatever cookies the app itself sets on the same host.
+      names: { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume' },
+    },
+    scopes: ['openid', 'offline_access', 'profile', 'email'],
+    claims: {
+      openid: ['sub'],
+      profile: ['name', 'preferred_username'],
+      email: ['email', 'email_verified'],
+    },
+    // Access tokens are bound to the API, so userinfo cannot be called with them: put the claims in the ID token.
+    conformIdTokenClaims: false,
+    responseTypes: ['code'],
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    pkce: { required: () => true },
+    clockTolerance: 5,
+    ttl: {
+      AccessToken: HOUR,
+      AuthorizationCode: 60,
+      IdToken: HOUR,
+      RefreshToken: 14 * DAY,
+      Interaction: HOUR,
+      Session: 14 * DAY,
+      Grant: 14 * DAY,
+    },
+    interactions: { url: (_ctx, interaction) => `${basePath}/interaction/${interaction.uid}` },
+    async findAccount(_ctx, sub) {
+      const user = await findUserBySubject(db, sub);
+      if (!user) return undefined;
+      return {
+        accountId: user.subject,
+        claims: () => ({
+          sub: user.subject,
+          name: user.name,
+          email: user.email,
+          email_verified: true,
+          preferred_username: user.username,
+        }),
+      };
+    },
+    // oidc-provider drops offline_access unless prompt=consent is sent (OpenID Connect Core §11); our own apps get
+    // refresh tokens without that, bound to the sign-in session since they carry no offline_access.
+    async issueRefreshToken(_ctx, client, code) {
+      return (
+        client.grantTypeAllowed('refresh_token') &&
+        (code.scopes.has('offline_access') || FIRST_PARTY_CLIENTS.has(client.clientId))
+      );
+    },
+    async extraTokenClaims(_ctx, token) {
+      if (token.kind !== 'AccessToken' || !token.accountId) return undefined;
+      const user = await findUserBySubject(db, token.accountId);
+      return { roles: [...(user?.roles ?? [])], name: user?.name, email: user?.email };
+    },
+    clientBasedCORS: () => false,
+    renderError(ctx, out) {
+      ctx.type = 'html';
+      ctx.body = errorPage({
+        title: 'Sign-in problem',
+        message: out.error_description ?? 'The request could not be completed.',
+        detail: out.error,
+      });
+    },
+    features: {
+      devInteractions: { enabled: false },
+      introspection: { enabled: false },
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+      },
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource(ctx, form) {
+          ctx.type = 'html';
+          ctx.body = logoutPage({ form, host: ctx.host });
+        },
+        postLogoutSuccessSource(ctx) {
+          ctx.type = 'html';
+          ctx.body = loggedOutPage(ctx.oidc.client?.clientName);
+        },
+      },
+      resourceIndicators: {
+        enabled: true,
+        // Clients (and `npm run token`) send no resource parameter: every request is for the orders API.
+        async defaultResource(_ctx, _client, oneOf) {
+          if (oneOf) return oneOf.includes(resourceIndicator) ? resourceIndicator : oneOf;
+          return resourceIndicator;
+        },
+        useGrantedResource: async () => true,
+        async getResourceServerInfo(_ctx, indicator) {
+          if (indicator !== resourceIndicator) throw new errors.InvalidTarget();
+          return {
+            scope: API_SCOPES,
+            audience,
+            accessTokenTTL: HOUR,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'RS256' } },
+          };
+        },
+      },
+    },
+  };
+
+  const provider = new Provider(issuer, configuration);
+  provider.proxy = opts.trustProxy;
+  allowLoopbackReplicas(provider.Client);
+
+  provider.on('server_error', (_ctx: KoaContextWithOIDC, err: Error) => {
+    logger.error({ err }, 'embedded IdP server error');
+  });
+  // Koa's own error event; without a listener Koa prints these to stderr.
+  provider.on('error', (err: Error) => {
+    logger.error({ err }, 'embedded IdP request failed');
+  });
+  for (const event of ERROR_EVENTS) {
+    // Only the OAuth error code and description: request parameters may carry codes or tokens.
+    provider.on(event, (ctx: KoaContextWithOIDC, err: { error?: string; error_description?: string }) => {
+      logger.warn(
+        { event, error: err.error, description: err.error_description, clientId: ctx.oidc?.client?.clientId },
+        'embedded IdP request rejected',
+      );
+    });
+  }
+
+  const router = express.Router();
+  router.use(interactionRoutes({ provider, db, basePath, logger }));
+  router.use(provider.callback());
+
+  const sweep = () =>
+    sweepExpiredModels(db).catch((err: unknown) => logger.warn({ err }, 'embedded IdP: sweeping expired state failed'));
+  await sweep();
+  const sweeper = setInterval(sweep, SWEEP_INTERVAL_MS);
+  sweeper.unref();
+
+  logger.info({ issuer }, 'embedded IdP ready');
+
+  return {
+    router,
+    publicJwks: toPublicJwks(secrets.signingKeys),
+    issuer,
+    async close() {
+      clearInterval(sweeper);
+      provider.removeAllListeners();
+    },
+  };
+}

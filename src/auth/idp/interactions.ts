@@ -1,0 +1,202 @@
+import express from 'express';
+import type { NextFunction, Request, Response, Router } from 'express';
+import type { Logger } from 'pino';
+import type Provider from 'oidc-provider';
+import { errors } from 'oidc-provider';
+import type { InteractionDetails } from 'oidc-provider';
+import type { Queryable } from '../../store/db.js';
+import { FIRST_PARTY_CLIENTS } from './clients.js';
+import { consentPage, errorPage, loginPage } from './pages.js';
+import { authenticate } from './users.js';
+
+const WRONG_CREDENTIALS = 'Wrong username or password.';
+// Argon2 work is spent on every attempt; absurd inputs are rejected before that.
+const MAX_FIELD_LENGTH = 1024;
+
+interface LoginForm {
+  username?: unknown;
+  password?: unknown;
+}
+
+/**
+ * The login and consent pages oidc-provider redirects to (interactions.url points at `${basePath}/interaction/:uid`).
+ * Only these routes parse urlencoded bodies: oidc-provider reads the raw body of its own endpoints.
+ */
+export function interactionRoutes(opts: {
+  provider: Provider;
+  db: Queryable;
+  basePath: string;
+  logger: Logger;
+}): Router {
+  const { provider, db, basePath, logger } = opts;
+  const router = express.Router();
+  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });
+  const actionFor = (uid: string, step: 'login' | 'confirm' | 'abort') =>
+    `${basePath}/interaction/${encodeURIComponent(uid)}/${step}`;
+
+  router.use('/interaction', (_req, res, next) => {
+    res.set('Cache-Control', 'no-store');
+    next();
+  });
+
+  router.get('/interaction/:uid', async (req, res) => {
+    const details = await currentInteraction(req, res);
+    const clientId = details.params.client_id ?? '';
+    if (details.prompt.name === 'login') {
+      res
+        .type('html')
+        .send(loginPage({ action: actionFor(details.uid, 'login'), clientName: await clientName(clientId) }));
+      return;
+    }
+    if (details.prompt.name === 'consent') {
+      // Explicit prompt=consent still shows the page, as OpenID Connect asks.
+      if (FIRST_PARTY_CLIENTS.has(clientId) && !details.prompt.reasons.includes('consent_prompt')) {
+        await grantConsent(req, res, details);
+        return;
+      }
+      res.type('html').send(
+        consentPage({
+          confirmAction: actionFor(details.uid, 'confirm'),
+          abortAction: actionFor(details.uid, 'abort'),
+          clientName: await clientName(clientId),
+          scopes: requestedScopes(details),
+        }),
+      );
+      return;
+    }
+    throw new UnexpectedPrompt(details.prompt.name);
+  });
+
+  router.post('/interaction/:uid/login', form, async (req, res) => {
+    const details = await currentInteraction(req, res, 'login');
+    const body = (req.body ?? {}) as LoginForm;
+    const username = typeof body.username === 'string' ? body.username.slice(0, MAX_FIELD_LENGTH) : '';
+    const password = typeof body.password === 'string' ? body.password : '';
+    const user =
+      username && password && password.length <= MAX_FIELD_LENGTH
+        ? await authenticate(db, username, password)
+        : undefined;
+    if (!user) {
+      logger.info({ event: 'idp.login_failed', clientId: details.params.client_id }, 'embedded IdP sign-in failed');
+      res
+        .status(401)
+        .type('html')
+        .send(
+          loginPage({
+            action: actionFor(details.uid, 'login'),
+            clientName: await clientName(details.params.client_id ?? ''),
+            username,
+            error: WRONG_CREDENTIALS,
+          }),
+        );
+      return;
+    }
+    logger.info({ event: 'idp.login', sub: user.subject, clientId: details.params.client_id }, 'embedded IdP sign-in');
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: user.subject } },
+      { mergeWithLastSubmission: false },
+    );
+  });
+
+  router.post('/interaction/:uid/confirm', form, async (req, res) => {
+    const details = await currentInteraction(req, res, 'consent');
+    await grantConsent(req, res, details);
+  });
+
+  router.post('/interaction/:uid/abort', form, async (req, res) => {
+    await currentInteraction(req, res);
+    await provider.interactionFinished(
+      req,
+      res,
+      { error: 'access_denied', error_description: 'End-User aborted interaction' },
+      { mergeWithLastSubmission: false },
+    );
+  });
+
+  router.use('/interaction', (err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    if (err instanceof errors.SessionNotFound || err instanceof StaleInteraction || err instanceof UnexpectedPrompt) {
+      res
+        .status(400)
+        .type('html')
+        .send(
+          errorPage({
+            title: 'Sign-in expired',
+            message:
+              'This sign-in request has expired or was already completed. Go back to the application and start again.',
+          }),
+        );
+      return;
+    }
+    logger.error({ err }, 'embedded IdP interaction failed');
+    res
+      .status(500)
+      .type('html')
+      .send(errorPage({ title: 'Something went wrong', message: 'Sign-in failed unexpectedly. Please try again.' }));
+  });
+
+  /** The interaction the cookie points at, checked against the page the browser thinks it is on. */
+  async function currentInteraction(req: Request, res: Response, prompt?: string): Promise<InteractionDetails> {
+    const details = await provider.interactionDetails(req, res);
+    if (details.uid !== req.params.uid) throw new StaleInteraction();
+    if (prompt && details.prompt.name !== prompt) throw new UnexpectedPrompt(details.prompt.name);
+    return details;
+  }
+
+  // Same shape as oidc-provider's example confirm route: grant exactly what the prompt reports missing.
+  async function grantConsent(req: Request, res: Response, details: InteractionDetails): Promise<void> {
+    const accountId = details.session?.accountId;
+    const clientId = details.params.client_id;
+    if (!accountId || !clientId) throw new errors.SessionNotFound('interaction has no signed-in account');
+    const grant =
+      (details.grantId ? await provider.Grant.find(details.grantId) : undefined) ??
+      new provider.Grant({ accountId, clientId });
+    const { missingOIDCScope, missingOIDCClaims, missingResourceScopes } = details.prompt.details;
+    if (missingOIDCScope) grant.addOIDCScope(missingOIDCScope.join(' '));
+    if (missingOIDCClaims) grant.addOIDCClaims(missingOIDCClaims);
+    for (const [indicator, scopes] of Object.entries(missingResourceScopes ?? {})) {
+      grant.addResourceScope(indicator, scopes.join(' '));
+    }
+    const grantId = await grant.save();
+    await provider.interactionFinished(
+      req,
+      res,
+      { consent: details.grantId ? {} : { grantId } },
+      { mergeWithLastSubmission: true },
+    );
+  }
+
+  async function clientName(clientId: string): Promise<string> {
+    const client = clientId ? await provider.Client.find(clientId) : undefined;
+    return client?.clientName ?? clientId;
+  }
+
+  return router;
+}
+
+function requestedScopes(details: InteractionDetails): string[] {
+  const { missingOIDCScope = [], missingResourceScopes = {} } = details.prompt.details;
+  const scopes = new Set([...missingOIDCScope, ...Object.values(missingResourceScopes).flat()]);
+  // Native clients are prompted even when nothing is missing; show what the request asks for then.
+  if (scopes.size === 0 && typeof details.params.scope === 'string') {
+    for (const s of details.params.scope.split(' ')) if (s) scopes.add(s);
+  }
+  return [...scopes];
+}
+
+class StaleInteraction extends Error {
+  constructor() {
+    super('interaction cookie does not belong to this page');
+  }
+}
+
+class UnexpectedPrompt extends Error {
+  constructor(prompt: string) {
+    super(`unexpected interaction prompt ${prompt}`);
+  }
+}

@@ -1,0 +1,121 @@
+// Server-rendered pages of the embedded IdP: plain, accessible HTML that works without JavaScript.
+
+const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"']/g, (c) => ENTITIES[c]!);
+}
+
+const STYLE = `
+  body { font-family: system-ui, sans-serif; line-height: 1.5; margin: 0; background: #f4f4f5; color: #18181b; }
+  main { max-width: 26rem; margin: 3rem auto; padding: 2rem; background: #fff; border-radius: 0.5rem; }
+  h1 { font-size: 1.5rem; margin-top: 0; }
+  label { display: block; font-weight: 600; margin-top: 1rem; }
+  input { display: block; width: 100%; box-sizing: border-box; padding: 0.5rem; font: inherit; border: 1px solid #71717a; border-radius: 0.25rem; }
+  button { margin-top: 1.5rem; padding: 0.5rem 1.25rem; font: inherit; border-radius: 0.25rem; border: 1px solid #1d4ed8; background: #1d4ed8; color: #fff; cursor: pointer; }
+  button.secondary { background: #fff; color: #1d4ed8; }
+  :focus-visible { outline: 3px solid #f59e0b; outline-offset: 2px; }
+  .error { color: #b91c1c; font-weight: 600; }
+  .actions { display: flex; gap: 0.75rem; flex-wrap: wrap; }
+  .hint { color: #52525b; font-size: 0.875rem; margin-top: 1.5rem; }
+`;
+
+/** `body` must already be escaped HTML. */
+function layout(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(title)} · Orders sign-in</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<main>
+${body}
+</main>
+</body>
+</html>`;
+}
+
+export function loginPage(opts: { action: string; clientName: string; username?: string; error?: string }): string {
+  const invalid = opts.error ? ' aria-invalid="true" aria-describedby="login-error"' : '';
+  return layout(
+    'Sign in',
+    `<h1>Sign in</h1>
+<p>to continue to <strong>${escapeHtml(opts.clientName)}</strong></p>
+${opts.error ? `<p id="login-error" class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
+<form method="post" action="${escapeHtml(opts.action)}">
+  <label for="username">Username</label>
+  <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${escapeHtml(opts.username)}"${invalid}${opts.username ? '' : ' autofocus'}>
+  <label for="password">Password</label>
+  <input id="password" name="password" type="password" autocomplete="current-password" required${invalid}${opts.username ? ' autofocus' : ''}>
+  <button type="submit">Sign in</button>
+</form>
+<p class="hint">Development accounts: alice, bob and carol; the password is the username.</p>`,
+  );
+}
+
+const SCOPE_DESCRIPTIONS: Record<string, string> = {
+  openid: 'Confirm who you are',
+  profile: 'See your name and username',
+  email: 'See your email address',
+  offline_access: 'Stay signed in when you are not using it',
+  'orders:read': 'See orders',
+  'orders:write': 'Place and change orders',
+};
+
+export function consentPage(opts: {
+  confirmAction: string;
+  abortAction: string;
+  clientName: string;
+  scopes: readonly string[];
+}): string {
+  const items = opts.scopes
+    .map((s) => `<li>${escapeHtml(SCOPE_DESCRIPTIONS[s] ?? s)} <small>(<code>${escapeHtml(s)}</code>)</small></li>`)
+    .join('\n  ');
+  return layout(
+    'Allow access',
+    `<h1>Allow access?</h1>
+<p><strong>${escapeHtml(opts.clientName)}</strong> asks to:</p>
+<ul>
+  ${items}
+</ul>
+<div class="actions">
+  <form method="post" action="${escapeHtml(opts.confirmAction)}"><button type="submit">Allow</button></form>
+  <form method="post" action="${escapeHtml(opts.abortAction)}"><button type="submit" class="secondary">Cancel</button></form>
+</div>`,
+  );
+}
+
+/** `form` is oidc-provider's hidden form (it carries the CSRF token); the buttons submit it by id. */
+export function logoutPage(opts: { form: string; host: string }): string {
+  return layout(
+    'Sign out',
+    `<h1>Sign out?</h1>
+<p>Do you want to sign out of <strong>${escapeHtml(opts.host)}</strong>?</p>
+${opts.form}
+<div class="actions">
+  <button type="submit" form="op.logoutForm" name="logout" value="yes">Yes, sign me out</button>
+  <button type="submit" form="op.logoutForm" class="secondary">No, stay signed in</button>
+</div>`,
+  );
+}
+
+export function loggedOutPage(clientName?: string): string {
+  return layout(
+    'Signed out',
+    `<h1>You are signed out</h1>
+<p>${clientName ? `You have signed out of <strong>${escapeHtml(clientName)}</strong>. ` : ''}You can close this page.</p>`,
+  );
+}
+
+export function errorPage(opts: { title: string; message: string; detail?: string }): string {
+  return layout(
+    opts.title,
+    `<h1>${escapeHtml(opts.title)}</h1>
+<p>${escapeHtml(opts.message)}</p>
+${opts.detail ? `<p><small>${escapeHtml(opts.detail)}</small></p>` : ''}`,
+  );
+}

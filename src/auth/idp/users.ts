@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import { hash, verify } from '@node-rs/argon2';
+import type { Algorithm } from '@node-rs/argon2';
+import type { Database, Queryable } from '../../store/db.js';
+
+export interface IdpUser {
+  readonly username: string;
+  /** Stable OIDC subject; other code links customers to it, so it never changes. */
+  readonly subject: string;
+  readonly name: string;
+  readonly email: string;
+  readonly roles: readonly string[];
+}
+
+interface UserRow {
+  username: string;
+  subject: string;
+  name: string;
+  email: string;
+  roles: unknown;
+  password_hash: string;
+}
+
+// The package declares Algorithm as an ambient const enum, which isolatedModules cannot inline.
+const ARGON2ID = 2 as Algorithm.Argon2id;
+
+/** Development accounts; each password equals the username. */
+const DEMO_USERS: readonly IdpUser[] = [
+  { username: 'alice', subject: 'alice', name: 'Alice Adams', email: 'alice@example.com', roles: [] },
+  { username: 'bob', subject: 'bob', name: 'Bob Brown', email: 'bob@example.com', roles: [] },
+  { username: 'carol', subject: 'carol', name: 'Carol Clark', email: 'carol@example.com', roles: ['staff'] },
+];
+
+export function hashPassword(password: string): Promise<string> {
+  return hash(password, { algorithm: ARGON2ID });
+}
+
+/** Inserts the demo accounts that are missing; existing rows (and changed passwords) are left alone. */
+export async function seedDemoUsers(db: Database): Promise<void> {
+  const present = new Set(
+    (await db.query<{ username: string }>('select username from idp_users')).map((row) => row.username),
+  );
+  for (const user of DEMO_USERS) {
+    if (present.has(user.username)) continue;
+    await db.query(
+      `insert into idp_users (username, subject, name, email, roles, password_hash)
+       values ($1, $2, $3, $4, $5::jsonb, $6)
+       on conflict do nothing`,
+      [
+        user.username,
+        user.subject,
+        user.name,
+        user.email,
+        JSON.stringify(user.roles),
+        await hashPassword(user.username),
+      ],
+    );
+  }
+}
+
+export async function findUserBySubject(db: Queryable, subject: string): Promise<IdpUser | undefined> {
+  const [row] = await db.query<UserRow>('select * from idp_users where subject = $1', [subject]);
+  return row ? toUser(row) : undefined;
+}
+
+let decoyHash: Promise<string> | undefined;
+
+/** Returns the user only when the password matches; unknown users cost the same time as wrong passwords. */
+export async function authenticate(db: Queryable, username: string, password: string): Promise<IdpUser | undefined> {
+  const [row] = await db.query<UserRow>('select * from idp_users where username = $1', [username.trim().toLowerCase()]);
+  if (!row) {
+    decoyHash ??= hashPassword(randomBytes(16).toString('hex'));
+    await verify(await decoyHash, password).catch(() => false);
+    return undefined;
+  }
+  const ok = await verify(row.password_hash, password).catch(() => false);
+  return ok ? toUser(row) : undefined;
+}
+
+function toUser(row: UserRow): IdpUser {
+  const roles = Array.isArray(row.roles) ? row.roles.filter((r): r is string => typeof r === 'string') : [];
+  return { username: row.username, subject: row.subject, name: row.name, email: row.email, roles };
+}

@@ -1,0 +1,72 @@
+// Prints an access token for a development user, obtained like the mobile app does (authorization code + PKCE):
+//   TOKEN=$(npm run --silent token -- --user alice)
+import { parseArgs } from 'node:util';
+import { loginWithPkce } from '../auth/pkceLogin.js';
+
+const USAGE = `Usage: npm run --silent token -- --user <name> [--password <password>] [--issuer <url>]
+
+Signs in to the OpenID provider as the mobile app does and prints only the access token.
+
+Options:
+  -u, --user <name>          user to sign in as (alice, bob or carol with the embedded IdP)
+  -p, --password <password>  password (default: the user name, as for the embedded IdP's demo users)
+      --issuer <url>         issuer URL (default: $PUBLIC_URL/idp, else http://localhost:$PORT/idp, PORT=4000)
+      --client-id <id>       public client to use (default: orders-mobile)
+      --scope <scopes>       scopes to request (default: openid profile email orders:read orders:write)
+  -h, --help                 show this help
+`;
+
+function defaultIssuer(env: NodeJS.ProcessEnv): string {
+  const publicUrl = env.PUBLIC_URL?.trim().replace(/\/+$/, '');
+  if (publicUrl) return `${publicUrl}/idp`;
+  return `http://localhost:${env.PORT?.trim() || '4000'}/idp`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        user: { type: 'string', short: 'u' },
+        password: { type: 'string', short: 'p' },
+        issuer: { type: 'string' },
+        'client-id': { type: 'string' },
+        scope: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    process.stderr.write(`token: ${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
+    return 1;
+  }
+
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (!values.user) {
+    process.stderr.write(`token: --user is required\n\n${USAGE}`);
+    return 1;
+  }
+
+  const issuer = values.issuer ?? defaultIssuer(process.env);
+  try {
+    const { accessToken } = await loginWithPkce({
+      issuer,
+      username: values.user,
+      password: values.password ?? values.user,
+      clientId: values['client-id'],
+      scope: values.scope,
+    });
+    process.stdout.write(`${accessToken}\n`);
+    return 0;
+  } catch (err) {
+    process.stderr.write(`token: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));
