@@ -1,0 +1,9 @@
+import type { QueryResolvers } from '../generated/graphql.js';
+
+export const Query: QueryResolvers = {
+  order: (_parent, { id }, { services, principal }) => services.orders.get(principal, id),
+  recentOrders: (_parent, { first }, { services, principal }) => services.orders.recent(principal, first),
+  products: async (_parent, _args, { services }) => [...(await services.catalogue.list())],
+  product: (_parent, { sku }, { services }) => services.catalogue.bySku(sku),
+  viewer: (_parent, _args, { principal }) => (principal.kind === 'user' ? principal : null),
+};

@@ -1,0 +1,10 @@
+import type { Resolvers } from '../generated/graphql.js';
+import { Customer } from './Customer.js';
+import { DateTime } from './DateTime.js';
+import { Mutation } from './Mutation.js';
+import { Order } from './Order.js';
+import { OrderItem } from './OrderItem.js';
+import { Query } from './Query.js';
+import { Viewer } from './Viewer.js';
+
+export const resolvers: Resolvers = { Query, Mutation, Order, OrderItem, Customer, Viewer, DateTime };
