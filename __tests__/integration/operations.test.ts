@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+describe('operational endpoints', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server.close());
+
+  test('/metrics counts GraphQL errors by code, apart from HTTP statuses', async () => {
+    await server.gql('{ recentOrders { id } }'); // anonymous: UNAUTHENTICATED inside a 200
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    assert.match(text, /^graphql_errors_total\{code="UNAUTHENTICATED"\} [1-9]/m);
+    assert.match(text, /^http_requests_total\{route="\/graphql",method="POST",status="200"\} [1-9]/m);
+    assert.match(text, /^sql_statements_total [1-9]/m);
+  });
+
+  test('an unknown path is a 404 problem+json', async () => {
+    const res = await fetch(`${server.url}/nope?x=1`);
+    assert.equal(res.status, 404);
+    assert.equal(res.headers.get('content-type'), 'application/problem+json; charset=utf-8');
+    assert.deepEqual(await res.json(), {
+      type: '/problems/route-not-found',
+      title: 'No such resource',
+      status: 404,
+      detail: 'Nothing is served at /nope.',
+      instance: '/nope?x=1',
+      code: 'ROUTE_NOT_FOUND',
+    });
+  });
+
+  test('/readyz turns 503 once draining starts, while /healthz stays 200', async () => {
+    const own = await startTestServer();
+    try {
+      assert.equal((await fetch(`${own.url}/readyz`)).status, 200);
+      own.running.app.startDraining();
+      const ready = await fetch(`${own.url}/readyz`);
+      assert.equal(ready.status, 503);
+      assert.deepEqual(await ready.json(), { status: 'draining' });
+      assert.equal((await fetch(`${own.url}/healthz`)).status, 200);
+    } finally {
+      await own.close();
+    }
+  });
+
+  test('a restart keeps the identity provider keys, so issued tokens stay valid', async () => {
+    const token = await server.token('alice');
+    const jwks = await (await fetch(`${server.running.app.issuer}/jwks`)).json();
+    assert.ok((jwks as { keys: unknown[] }).keys.length >= 1);
+    // The keys live in the database: the IdP re-reads them instead of generating new ones.
+    const [row] = await server.running.app.db.query<{ n: number }>('select count(*)::int as n from idp_keys');
+    assert.equal(row!.n, 1);
+    const res = await server.gql('{ viewer { subject } }', undefined, { token });
+    assert.deepEqual(res.body, { data: { viewer: { subject: 'alice' } } });
+  });
+});

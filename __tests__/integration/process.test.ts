@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { request, type IncomingMessage } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { loginWithPkce } from '../../src/auth/pkceLogin.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env = { ...process.env, ...extra };
+  // This test is about the process; the database behaviour is covered against both engines elsewhere.
+  delete env.DATABASE_URL;
+  delete env.REDIS_URL;
+  delete env.NODE_OPTIONS;
+  return env;
+}
+
+function spawnMain(env: Record<string, string>): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv(env) });
+}
+
+/** Collects stdout and resolves when a log line matching `msg` appears. */
+function logWatcher(child: ChildProcessWithoutNullStreams) {
+  let text = '';
+  const waiters: { msg: string; resolve: (line: Record<string, unknown>) => void }[] = [];
+  child.stdout.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('{')) continue;
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      for (const w of waiters.filter((w) => entry.msg === w.msg)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(entry);
+      }
+    }
+  });
+  return {
+    waitFor: (msg: string) => new Promise<Record<string, unknown>>((resolve) => waiters.push({ msg, resolve })),
+    all: () => text,
+  };
+}
+
+describe('the server process', () => {
+  let child: ChildProcessWithoutNullStreams;
+  let logs: ReturnType<typeof logWatcher>;
+  let url: string;
+  before(async () => {
+    child = spawnMain({ PORT: '0', DATA_DIR: 'memory', LOG_LEVEL: 'info', NODE_ENV: 'development' });
+    logs = logWatcher(child);
+    const started = await logs.waitFor('orders-api listening');
+    url = String(started.url);
+  });
+  after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+
+  test('answers /healthz and /readyz', async () => {
+    const health = await fetch(`${url}/healthz`);
+    assert.equal(health.status, 200);
+    assert.deepEqual(await health.json(), { status: 'ok' });
+    const ready = await fetch(`${url}/readyz`);
+    assert.equal(ready.status, 200);
+    assert.deepEqual(await ready.json(), { status: 'ready' });
+  });
+
+  test('echoes a request id and logs requests without credentials', async () => {
+    const { accessToken } = await loginWithPkce({ issuer: `${url}/idp`, username: 'alice', password: 'alice' });
+    const res = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${accessToken}`,
+        'x-request-id': 'trace-123',
+      },
+      body: JSON.stringify({ query: '{ recentOrders(first: 1) { id } }' }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-request-id'), 'trace-123');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.match(logs.all(), /"id":"trace-123"/);
+    assert.doesNotMatch(logs.all(), new RegExp(accessToken.split('.')[2]!));
+    assert.doesNotMatch(logs.all(), /"password"\s*:\s*"alice"/);
+  });
+
+  test('on SIGTERM it finishes the request in flight, then exits 0', async () => {
+    const body = JSON.stringify({ query: '{ products { sku } }' });
+    const req = request(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    const response = once(req, 'response');
+    req.write(body.slice(0, 10)); // the request is now in flight, waiting for the rest of its body
+    await new Promise((r) => setTimeout(r, 200));
+    child.kill('SIGTERM');
+    await logs.waitFor('draining');
+    req.end(body.slice(10));
+    const [res] = (await response) as [IncomingMessage];
+    let text = '';
+    for await (const chunk of res) text += String(chunk);
+    assert.equal(res.statusCode, 200);
+    assert.equal((JSON.parse(text) as { data: { products: unknown[] } }).data.products.length, 20);
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 0);
+    assert.match(logs.all(), /"msg":"stopped"/);
+  });
+});
+
+describe('start-up with a bad configuration', () => {
+  test('lists every problem and exits 1', async () => {
+    const child = spawnMain({ NODE_ENV: 'production', PORT: 'abc', LOG_LEVEL: 'chatty' });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 1);
+    assert.match(stderr, /Invalid configuration:/);
+    assert.match(stderr, /PORT: /);
+    assert.match(stderr, /LOG_LEVEL: /);
+    assert.match(stderr, /OIDC_ISSUER: is required in production/);
+    assert.match(stderr, /DATABASE_URL: is required in production/);
+  });
+});

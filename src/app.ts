@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import cors from 'cors';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { createLocalJWKSet } from 'jose';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
+import { createEmbeddedIdp } from './auth/embeddedIdp.js';
+import type { Config } from './config.js';
+import { createServices } from './domain/services.js';
+import { createGraphqlRouter } from './http/graphql.js';
+import { createMetrics, recordRequests } from './http/metrics.js';
+import { sendProblem } from './http/problems.js';
+import type { Database } from './store/db.js';
+import { RedisKeyValueCache } from './store/redis.js';
+
+export interface AppDeps {
+  readonly config: Config;
+  readonly db: Database;
+  readonly logger: Logger;
+  readonly redis?: Redis;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+const SECRET_PARAMS = /([?&](?:code|state|session_state|id_token_hint|access_token|token|refresh_token)=)[^&]*/gi;
+
+function redactQuery(url: string | undefined): string | undefined {
+  return url?.replace(SECRET_PARAMS, '$1[redacted]');
+}
+
+/** Builds the whole HTTP application without listening, so tests and main share it. */
+export async function createApp({ config, db, logger, redis }: AppDeps) {
+  const metrics = createMetrics();
+  db.onStatement = () => metrics.sqlStatements.inc();
+  const services = createServices(db);
+
+  const idp = config.oidc.issuer
+    ? null
+    : await createEmbeddedIdp({
+        issuer: `${config.publicUrl}/idp`,
+        publicUrl: config.publicUrl,
+        db,
+        audience: config.oidc.audience,
+        trustProxy: config.trustProxy !== false,
+        logger: logger.child({ component: 'idp' }),
+      });
+  const issuer = config.oidc.issuer ?? idp!.issuer;
+  const verifier = createTokenVerifier({
+    issuer,
+    audience: config.oidc.audience,
+    rolesClaim: config.oidc.rolesClaim,
+    // The embedded provider's keys are at hand; any other issuer's come from its discovery document.
+    keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer),
+  });
+  const graphql = await createGraphqlRouter({
+    config,
+    services,
+    verifier,
+    metrics,
+    logger,
+    ...(redis ? { cache: new RedisKeyValueCache(redis, 'orders-api:apq:') } : {}),
+  });
+
+  let draining = false;
+  const app = express();
+  app.disable('x-powered-by');
+  // Resources set strong validators of their own; hashing every body for a weak one costs time.
+  app.set('etag', false);
+  app.set('trust proxy', config.trustProxy);
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (req, res) => {
+        const incoming = req.headers['x-request-id'];
+        const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+        res.setHeader('X-Request-Id', id);
+        return id;
+      },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+      // Authorization codes, state and tokens can arrive in query strings; they never reach the log.
+      serializers: {
+        req: (req: { url?: string; query?: unknown }) => ({ ...req, url: redactQuery(req.url), query: undefined }),
+      },
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics' },
+    }),
+  );
+  app.use(recordRequests(metrics));
+  if (config.corsOrigins.length) {
+    app.use(
+      cors({
+        origin: [...config.corsOrigins],
+        credentials: true,
+        exposedHeaders: ['ETag', 'Location', 'Link', 'X-Request-Id', 'WWW-Authenticate', 'Idempotent-Replayed'],
+        maxAge: 600,
+      }),
+    );
+  }
+
+  app.get('/healthz', (_req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    if (draining) return res.status(503).json({ status: 'draining' });
+    try {
+      await db.ping();
+      res.json({ status: 'ready' });
+    } catch (error) {
+      req.log.warn({ err: error }, 'readiness check failed');
+      res.status(503).json({ status: 'database unreachable' });
+    }
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+
+  if (idp) app.use('/idp', idp.router);
+  app.use('/graphql', graphql.router);
+
+  app.use((req: Request, res: Response) =>
+    sendProblem(req, res, 'ROUTE_NOT_FOUND', `Nothing is served at ${req.path}.`),
+  );
+  app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(error);
+    req.log.error({ err: error }, 'unhandled error');
+    sendProblem(req, res, 'INTERNAL_SERVER_ERROR', `Something went wrong; quote request id ${String(req.id)}.`);
+  });
+
+  return {
+    app,
+    db,
+    services,
+    metrics,
+    issuer,
+    /** Readiness turns false first, so the load balancer stops sending before sockets close. */
+    startDraining() {
+      draining = true;
+    },
+    async close() {
+      await graphql.stop();
+      await idp?.close();
+    },
+  };
+}
+
+export type App = Awaited<ReturnType<typeof createApp>>;

@@ -1,0 +1,91 @@
+import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { User } from '../domain/policy.js';
+
+/** Asymmetric algorithms only: a JWKS never holds shared secrets, and `none` is never accepted. */
+export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'EdDSA'];
+
+export class InvalidTokenError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidTokenError';
+  }
+}
+
+export interface TokenVerifier {
+  /** Resolves to the caller, or rejects with InvalidTokenError. */
+  verify(token: string): Promise<User>;
+}
+
+/** Reads a dotted claim path such as `realm_access.roles` (Keycloak). */
+function claimAt(payload: JWTPayload, path: string): unknown {
+  let value: unknown = payload;
+  for (const part of path.split('.')) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
+
+function stringList(value: unknown): string[] {
+  if (typeof value === 'string') return value.split(' ').filter(Boolean);
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
+  return [];
+}
+
+/** Discovers `jwks_uri` lazily and retries after a failure, so a late issuer does not stop start-up. */
+export function discoveredJwks(issuer: string): JWTVerifyGetKey {
+  let keySet: Promise<JWTVerifyGetKey> | null = null;
+  const discover = async () => {
+    const res = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(5000) });
+    if (!res.ok) throw new Error(`discovery answered ${res.status}`);
+    const meta = (await res.json()) as { issuer?: unknown; jwks_uri?: unknown };
+    if (meta.issuer !== issuer) throw new Error('discovery document names another issuer');
+    if (typeof meta.jwks_uri !== 'string') throw new Error('discovery document has no jwks_uri');
+    return createRemoteJWKSet(new URL(meta.jwks_uri));
+  };
+  return async (header, token) => {
+    keySet ??= discover().catch((error: unknown) => {
+      keySet = null;
+      throw error;
+    });
+    return (await keySet)(header, token);
+  };
+}
+
+export function createTokenVerifier(opts: {
+  issuer: string;
+  audience: string;
+  rolesClaim: string;
+  keys: JWTVerifyGetKey;
+}): TokenVerifier {
+  return {
+    async verify(token) {
+      let payload: JWTPayload;
+      try {
+        ({ payload } = await jwtVerify(token, opts.keys, {
+          issuer: opts.issuer,
+          audience: opts.audience,
+          algorithms: ALLOWED_ALGORITHMS,
+          // jose accepts a token without `exp` unless told otherwise; a token must expire.
+          requiredClaims: ['exp', 'sub'],
+          clockTolerance: 5,
+        }));
+      } catch (error) {
+        if (error instanceof joseErrors.JWTExpired) throw new InvalidTokenError('The access token has expired.');
+        if (error instanceof joseErrors.JOSEError) throw new InvalidTokenError('The access token is not valid.');
+        throw error;
+      }
+      const name = typeof payload.name === 'string' ? payload.name : undefined;
+      const email = typeof payload.email === 'string' ? payload.email : undefined;
+      return {
+        kind: 'user',
+        subject: payload.sub!,
+        // RFC 9068 puts scopes in `scope`; some issuers use an `scp` array instead.
+        scopes: new Set(stringList(payload.scope ?? payload.scp)),
+        roles: new Set(stringList(claimAt(payload, opts.rolesClaim))),
+        ...(name ? { name } : {}),
+        ...(email ? { email } : {}),
+      };
+    },
+  };
+}

@@ -1,0 +1,181 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { unwrapResolverError } from '@apollo/server/errors';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
+import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
+import { expressMiddleware } from '@as-integrations/express5';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { GraphQLFormattedError } from 'graphql';
+import type { Logger } from 'pino';
+import type { TokenVerifier } from '../auth/bearer.js';
+import type { Config } from '../config.js';
+import { createContext, type Context } from '../context.js';
+import { DomainError } from '../domain/errors.js';
+import type { Services } from '../domain/services.js';
+import { resolvers } from '../resolvers/index.js';
+import { authenticate } from './authenticate.js';
+import { depthLimit } from './depthLimit.js';
+import { graphqlEnvelope, mediaTypeFor, sendGraphqlError } from './graphqlEnvelope.js';
+import type { Metrics } from './metrics.js';
+
+/** Codes that describe the client's request and may be shown as they are. */
+const CLIENT_CODES = new Set([
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'BAD_USER_INPUT',
+  'BAD_REQUEST',
+  'OPERATION_RESOLUTION_FAILURE',
+  'PERSISTED_QUERY_NOT_FOUND',
+  'PERSISTED_QUERY_NOT_SUPPORTED',
+]);
+
+const MAX_DEPTH = 12;
+
+function loadTypeDefs(): string {
+  // Works from src/ under tsx and from dist/src/ after compiling.
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
+    const candidate = join(dir, 'schema.graphql');
+    if (existsSync(candidate)) return readFileSync(candidate, 'utf8');
+  }
+  throw new Error('schema.graphql not found');
+}
+
+/** Unexpected errors are masked: the client gets a code and the request id, the log gets the rest. */
+function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+  const original = unwrapResolverError(error);
+  const where = {
+    ...(formatted.locations ? { locations: formatted.locations } : {}),
+    ...(formatted.path ? { path: formatted.path } : {}),
+  };
+  if (original instanceof DomainError) {
+    return {
+      message: original.message,
+      ...where,
+      extensions: {
+        code: original.code,
+        ...(original.details.invalid ? { invalid: original.details.invalid } : {}),
+      },
+    };
+  }
+  const code = formatted.extensions?.code;
+  if (typeof code === 'string' && CLIENT_CODES.has(code)) {
+    return { message: formatted.message, ...where, extensions: { code } };
+  }
+  return { message: 'Internal server error', ...where, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
+}
+
+function isUnexpected(error: unknown): boolean {
+  const original = unwrapResolverError(error);
+  if (original instanceof DomainError) return false;
+  const code = (error as { extensions?: { code?: unknown } }).extensions?.code;
+  return !(typeof code === 'string' && CLIENT_CODES.has(code));
+}
+
+function protocolPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
+        async didEncounterErrors({ errors, contextValue }) {
+          for (const error of errors) {
+            if (isUnexpected(error)) {
+              contextValue.log.error({ err: unwrapResolverError(error), path: error.path }, 'unexpected GraphQL error');
+            }
+          }
+        },
+        async willSendResponse({ response, request }) {
+          if (response.body.kind !== 'single') return;
+          const { errors, data } = response.body.singleResult;
+          for (const error of errors ?? [])
+            metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
+          // A request error (no `data`) is 200 for application/json, as the GraphQL-over-HTTP spec says;
+          // Apollo answers 400 regardless. Other statuses (405 for a GET mutation) stay as they are.
+          if (data === undefined && errors?.length && (response.http.status ?? 200) === 400) {
+            if (mediaTypeFor(request.http?.headers.get('accept')) === 'application/json') response.http.status = 200;
+          }
+        },
+      };
+    },
+  };
+}
+
+/**
+ * Apollo's own CSRF rule blocks every simple request, which would break plain GETs of public data.
+ * It matters only when the browser attaches ambient credentials, i.e. a cookie, so that is when it applies.
+ */
+function preventCookieCsrf(req: Request, res: Response, next: NextFunction) {
+  if (!req.headers.cookie) return next();
+  const contentType = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+  const simpleType =
+    !contentType || ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'].includes(contentType);
+  if (!simpleType || req.headers['apollo-require-preflight'] || req.headers['x-apollo-operation-name']) return next();
+  sendGraphqlError(
+    req,
+    res,
+    'This request carries a cookie but could be a cross-site request forgery. Send Content-Type: application/json, ' +
+      'or an Apollo-Require-Preflight or X-Apollo-Operation-Name header.',
+    'BAD_REQUEST',
+    { status: 400 },
+  );
+}
+
+export async function createGraphqlRouter(deps: {
+  config: Config;
+  services: Services;
+  verifier: TokenVerifier;
+  metrics: Metrics;
+  logger: Logger;
+  cache?: KeyValueCache<string>;
+}): Promise<{ router: express.Router; stop(): Promise<void> }> {
+  const { config, services, verifier, metrics, logger } = deps;
+  const apollo = new ApolloServer<Context>({
+    typeDefs: loadTypeDefs(),
+    resolvers: resolvers as never,
+    introspection: !config.isProduction,
+    hideSchemaDetailsFromClientErrors: config.isProduction,
+    includeStacktraceInErrorResponses: false,
+    // main.ts owns shutdown: Apollo must keep serving while in-flight requests drain.
+    stopOnTerminationSignals: false,
+    // Apollo's rule would refuse simple GETs outright; preventCookieCsrf applies it where it matters.
+    csrfPrevention: false,
+    // Apollo pretty-prints by default; compact JSON is smaller and faster.
+    stringifyResult: (value) => JSON.stringify(value),
+    validationRules: [depthLimit(MAX_DEPTH)],
+    formatError,
+    logger: {
+      debug: (m) => logger.debug(m),
+      info: (m) => logger.info(m),
+      warn: (m) => logger.warn(m),
+      error: (m) => logger.error(m),
+    },
+    ...(deps.cache ? { cache: deps.cache } : {}),
+    // Persisted queries are content-addressed; a day's TTL keeps the shared cache bounded.
+    persistedQueries: { ttl: 86_400 },
+    plugins: [
+      protocolPlugin(metrics),
+      config.isProduction
+        ? ApolloServerPluginLandingPageDisabled()
+        : ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true }),
+    ],
+  });
+  await apollo.start();
+
+  const router = express.Router();
+  router.use(
+    '/',
+    preventCookieCsrf,
+    ...graphqlEnvelope({ bodyLimit: '100kb' }),
+    authenticate(verifier, (req, res, status, challenge, detail) =>
+      sendGraphqlError(req, res, detail, status === 503 ? 'SERVICE_UNAVAILABLE' : 'UNAUTHENTICATED', {
+        status,
+        headers: { 'WWW-Authenticate': challenge },
+      }),
+    ),
+    expressMiddleware(apollo, {
+      context: async ({ req, res }) => createContext(services, res.locals.principal, String(req.id), req.log),
+    }),
+  );
+  return { router, stop: () => apollo.stop() };
+}

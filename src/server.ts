@@ -1,0 +1,98 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { createApp, type App } from './app.js';
+import type { Config } from './config.js';
+import { openDatabase } from './store/db.js';
+import { migrate } from './store/migrations.js';
+import { openRedis } from './store/redis.js';
+import { seed } from './store/seed.js';
+
+const DRAIN_TIMEOUT_MS = 10_000;
+
+export interface RunningServer {
+  /** Where this process listens, e.g. http://127.0.0.1:4000. */
+  readonly url: string;
+  /** The externally visible base URL (PUBLIC_URL). */
+  readonly publicUrl: string;
+  readonly app: App;
+  /** Not ready → finish in-flight requests → close sockets, database and Redis. */
+  close(): Promise<void>;
+}
+
+/**
+ * Composition root: store → app → listen. The socket opens first (answering 503 until the app is
+ * built) so that PORT=0 can pick a free port that the default PUBLIC_URL then follows.
+ */
+export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+  const db = await openDatabase(config.database);
+  const applied = await migrate(db);
+  if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
+  if (await seed(db)) logger.info('seeded demo data');
+  const redis = config.redisUrl ? await openRedis(config.redisUrl) : undefined;
+
+  let handler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
+  let draining = false;
+  const inFlight = new Set<ServerResponse>();
+  const server = createServer((req, res) => {
+    // While draining, each response ends its connection so no idle keep-alive socket holds up the exit.
+    if (draining) res.shouldKeepAlive = false;
+    inFlight.add(res);
+    res.on('close', () => inFlight.delete(res));
+    if (handler) return handler(req, res);
+    res.writeHead(503, { 'Content-Type': 'application/problem+json', 'Retry-After': '1' });
+    res.end(
+      JSON.stringify({
+        type: '/problems/service-unavailable',
+        title: 'Service unavailable',
+        status: 503,
+        detail: 'Starting up.',
+      }),
+    );
+  });
+  // Behind a load balancer, idle keep-alive connections must outlive the balancer's own idle timeout.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const publicUrl = config.port === 0 ? config.publicUrl.replace(/:0$/, `:${port}`) : config.publicUrl;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+
+  let app: App;
+  try {
+    app = await createApp({ config: { ...config, publicUrl }, db, logger, ...(redis ? { redis } : {}) });
+  } catch (error) {
+    server.close();
+    await redis?.quit();
+    await db.close();
+    throw error;
+  }
+  handler = app.app;
+
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    publicUrl,
+    app,
+    close() {
+      closing ??= (async () => {
+        app.startDraining();
+        draining = true;
+        for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const timer = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);
+        await closed;
+        clearTimeout(timer);
+        await app.close();
+        await redis?.quit();
+        await db.close();
+      })();
+      return closing;
+    },
+  };
+}
