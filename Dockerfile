@@ -1,0 +1,24 @@
+# syntax=docker/dockerfile:1
+# Build: compile TypeScript with the dev toolchain.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json codegen.ts schema.graphql ./
+COPY src ./src
+RUN npx tsc -p tsconfig.build.json
+
+# Run: production dependencies and compiled code only, as an unprivileged user.
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=4000
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY schema.graphql ./
+COPY --from=build /app/dist ./dist
+USER node
+EXPOSE 4000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||4000)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+# SIGTERM goes straight to node (no shell in between), which drains and exits 0.
+CMD ["node", "dist/src/main.js"]
