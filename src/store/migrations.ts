@@ -79,6 +79,23 @@ export const MIGRATIONS: readonly Migration[] = [
       create index idp_models_expires_idx on idp_models (expires_at) where expires_at is not null;
     `,
   },
+  {
+    version: 3,
+    name: 'idempotency keys',
+    sql: `
+      -- One row per (caller, key), written in the same transaction as the order it created.
+      create table idempotency_keys (
+        scope       text not null,
+        key         text not null,
+        fingerprint text not null,
+        order_id    text not null references orders (id) on delete cascade,
+        response    jsonb,
+        created_at  timestamptz not null default now(),
+        primary key (scope, key)
+      );
+      create index idempotency_keys_created_idx on idempotency_keys (created_at);
+    `,
+  },
 ];
 
 /** Applies pending migrations; an advisory lock keeps replicas starting together from racing. */
