@@ -9,11 +9,19 @@ const read = (file: string) => readFileSync(`${ROOT}${file}`, 'utf8');
 
 describe('container files', () => {
   test('every COPY source of the Dockerfile exists and is not excluded from the build context', () => {
-    const ignored = read('.dockerignore').split('\n').map((l) => l.trim()).filter(Boolean);
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
     const sources = read('Dockerfile')
       .split('\n')
       .filter((l) => /^COPY /.test(l) && !l.includes('--from='))
-      .flatMap((l) => l.replace(/^COPY\s+/, '').split(/\s+/).slice(0, -1));
+      .flatMap((l) =>
+        l
+          .replace(/^COPY\s+/, '')
+          .split(/\s+/)
+          .slice(0, -1),
+      );
     assert.ok(sources.length >= 5);
     for (const source of sources) {
       assert.ok(existsSync(`${ROOT}${source}`), `${source} is missing`);
@@ -41,7 +49,10 @@ describe('container files', () => {
     assert.match(compose.services.redis!.image, /^redis:\d+/);
     for (const service of Object.values(compose.services)) {
       assert.ok(service.healthcheck?.test, 'each service has a health check');
-      assert.ok(service.ports?.every((p) => p.startsWith('127.0.0.1:')), 'ports bind to loopback only');
+      assert.ok(
+        service.ports?.every((p) => p.startsWith('127.0.0.1:')),
+        'ports bind to loopback only',
+      );
     }
   });
 });
