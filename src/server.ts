@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createApp, type App } from './app.js';
 import type { Config } from './config.js';
-import { openDatabase } from './store/db.js';
+import { openDatabase, type Database } from './store/db.js';
 import { migrate } from './store/migrations.js';
 import { openRedis } from './store/redis.js';
 import { seed } from './store/seed.js';
@@ -24,8 +24,14 @@ export interface RunningServer {
  * Composition root: store → app → listen. The socket opens first (answering 503 until the app is
  * built) so that PORT=0 can pick a free port that the default PUBLIC_URL then follows.
  */
-export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
-  const db = await openDatabase(config.database);
+export async function startServer(
+  config: Config,
+  logger: Logger,
+  /** An open database to use instead of config.database; the caller keeps ownership and closes it. */
+  opts: { db?: Database } = {},
+): Promise<RunningServer> {
+  const db = opts.db ?? (await openDatabase(config.database));
+  const closeDb = opts.db ? async () => undefined : () => db.close();
   const applied = await migrate(db);
   if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
   if (await seed(db)) logger.info('seeded demo data');
@@ -68,7 +74,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   } catch (error) {
     server.close();
     await redis?.quit();
-    await db.close();
+    await closeDb();
     throw error;
   }
   handler = app.app;
@@ -90,7 +96,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         clearTimeout(timer);
         await app.close();
         await redis?.quit();
-        await db.close();
+        await closeDb();
       })();
       return closing;
     },

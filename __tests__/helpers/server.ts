@@ -16,6 +16,8 @@ export interface GqlResponse {
 
 export interface TestServer {
   readonly url: string;
+  /** The PostgreSQL schema of this server's database, when running against a server. */
+  readonly schema?: string;
   readonly running: RunningServer;
   /** An access token from the embedded IdP, obtained through the real PKCE flow (cached per user). */
   token(user: 'alice' | 'bob' | 'carol'): Promise<string>;
@@ -32,10 +34,20 @@ export interface TestServer {
 /**
  * Starts the real server on port 0: embedded PGlite in memory by default, or — when the
  * environment names them, as CI's second pass does — the PostgreSQL server in a schema of its
- * own and the Redis server.
+ * own and the Redis server. `sameDatabaseAs` starts a second app instance over the first one's
+ * database: its own pool on the same schema, or the same in-process PGlite.
  */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
-  const schema = process.env.DATABASE_URL ? `test_${randomBytes(6).toString('hex')}` : undefined;
+export async function startTestServer(
+  env: Record<string, string> = {},
+  opts: { sameDatabaseAs?: TestServer } = {},
+): Promise<TestServer> {
+  const shared = opts.sameDatabaseAs;
+  const ownsSchema = Boolean(process.env.DATABASE_URL) && !shared;
+  const schema = shared
+    ? shared.schema
+    : process.env.DATABASE_URL
+      ? `test_${randomBytes(6).toString('hex')}`
+      : undefined;
   const config = loadConfig({
     NODE_ENV: 'test',
     PORT: '0',
@@ -46,11 +58,16 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
     ...env,
   });
-  const running = await startServer(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }));
+  const running = await startServer(
+    config,
+    pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    shared && !schema ? { db: shared.running.app.db } : {},
+  );
   const tokens = new Map<string, Promise<string>>();
 
   const server: TestServer = {
     url: running.url,
+    ...(schema ? { schema } : {}),
     running,
     token(user) {
       if (!tokens.has(user)) {
@@ -82,7 +99,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     },
     async close() {
       await running.close();
-      if (schema) {
+      if (schema && ownsSchema) {
         const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
         await client.connect();
         await client.query(`drop schema if exists "${schema}" cascade`);
