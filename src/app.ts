@@ -11,7 +11,8 @@ import type { Config } from './config.js';
 import { createServices } from './domain/services.js';
 import { createGraphqlRouter } from './http/graphql.js';
 import { createMetrics, recordRequests } from './http/metrics.js';
-import { sendProblem } from './http/problems.js';
+import { problemPage, sendProblem } from './http/problems.js';
+import { createRestRouter } from './http/rest/index.js';
 import type { Database } from './store/db.js';
 import { RedisKeyValueCache } from './store/redis.js';
 
@@ -119,6 +120,12 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
 
   if (idp) app.use('/idp', idp.router);
   app.use('/graphql', graphql.router);
+  app.use('/v1', createRestRouter({ services, verifier }));
+  app.get('/problems/:slug', (req, res, next) => {
+    const page = problemPage(req.params.slug);
+    if (!page) return next();
+    res.set('Cache-Control', 'public, max-age=86400').type('html').send(page);
+  });
 
   app.use((req: Request, res: Response) =>
     sendProblem(req, res, 'ROUTE_NOT_FOUND', `Nothing is served at ${req.path}.`),

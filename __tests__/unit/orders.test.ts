@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DomainError } from '../../src/domain/errors.js';
-import { orderEtag, versionFromEtag } from '../../src/domain/etags.js';
+import { orderEtag } from '../../src/domain/etags.js';
+import { isValidIdempotencyKey } from '../../src/domain/orderService.js';
 import { ID_PATTERN, newId } from '../../src/domain/ids.js';
 import { assertTransition, ORDER_STATUSES, priceLines, type OrderStatus } from '../../src/domain/orders.js';
 
@@ -95,11 +96,16 @@ describe('ids and etags', () => {
   });
 
   test('an etag names one version of one order', () => {
-    const etag = orderEtag({ id: 'ord_x', version: 7 });
-    assert.equal(etag, '"ord_x.v7"');
-    assert.equal(versionFromEtag('ord_x', etag), 7);
-    assert.equal(versionFromEtag('ord_y', etag), undefined);
-    assert.equal(versionFromEtag('ord_x', 'W/"ord_x.v7"'), undefined);
-    assert.equal(versionFromEtag('ord_x', '*'), undefined);
+    assert.equal(orderEtag({ id: 'ord_x', version: 7 }), '"ord_x.v7"');
+    assert.notEqual(orderEtag({ id: 'ord_x', version: 8 }), orderEtag({ id: 'ord_x', version: 7 }));
+  });
+
+  test('idempotency keys are 1 to 255 visible ASCII characters', () => {
+    assert.equal(isValidIdempotencyKey('8e03978e-40d5-43e8-bc93-6894a57f9324'), true);
+    assert.equal(isValidIdempotencyKey('k'.repeat(255)), true);
+    assert.equal(isValidIdempotencyKey('k'.repeat(256)), false);
+    assert.equal(isValidIdempotencyKey(''), false);
+    assert.equal(isValidIdempotencyKey('has space'), false);
+    assert.equal(isValidIdempotencyKey('tab\there'), false);
   });
 });

@@ -11,6 +11,9 @@ export const ERROR_CODES = [
   'INVALID_TRANSITION',
   'PRECONDITION_FAILED',
   'PRECONDITION_REQUIRED',
+  'NOT_EDITABLE',
+  'IDEMPOTENCY_KEY_IN_USE',
+  'IDEMPOTENCY_KEY_REUSED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -33,6 +36,9 @@ export class DomainError extends Error {
 }
 
 export const notFound = (what: string) => new DomainError('NOT_FOUND', `${what} was not found.`);
+
+export const preconditionFailed = () =>
+  new DomainError('PRECONDITION_FAILED', 'The order has changed since the version you sent; read it again.');
 
 export const invalidInput = (invalid: readonly InvalidField[]) =>
   new DomainError(

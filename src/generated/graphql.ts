@@ -59,6 +59,8 @@ export type Mutation = {
   /**
    * Places an order for the caller (customers) or for any customer (staff). Prices come from the
    * catalogue; `qty` is 1 to 999 per line and an order holds 1 to 100 lines. Needs `orders:write`.
+   * With an `idempotencyKey`, retrying the same request returns the order it created instead of a
+   * second one (keys are per caller, kept 24 hours, shared with the REST `Idempotency-Key`).
    */
   createOrder: Maybe<Order>;
   /**
@@ -80,6 +82,7 @@ export type MutationCancelOrderArgs = {
 
 /** The entry points for writing. Top-level mutation fields run one after another, in order. */
 export type MutationCreateOrderArgs = {
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   input: CreateOrderInput;
 };
 

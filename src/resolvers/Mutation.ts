@@ -1,22 +1,27 @@
-import { DomainError } from '../domain/errors.js';
-import { versionFromEtag } from '../domain/etags.js';
+import { notFound } from '../domain/errors.js';
+import { orderEtag } from '../domain/etags.js';
+import type { WriteOptions } from '../domain/orderService.js';
 import type { MutationResolvers } from '../generated/graphql.js';
 
-/** An etag that names no version of this order can never match, so it fails the precondition. */
-function expectedVersion(id: string, etag: string | null | undefined): { expectedVersion?: number } {
+/** The order's `etag` as a precondition: the change applies only to that exact version. */
+function ifEtag(etag: string | null | undefined): WriteOptions {
   if (etag === null || etag === undefined) return {};
-  const version = versionFromEtag(id, etag);
-  if (version === undefined) {
-    throw new DomainError('PRECONDITION_FAILED', 'The etag does not match the current version of the order.');
-  }
-  return { expectedVersion: version };
+  const expected = etag.trim();
+  return { precondition: (order) => orderEtag(order) === expected };
 }
 
 export const Mutation: MutationResolvers = {
-  createOrder: async (_parent, { input }, { services, principal }) =>
-    (await services.orders.create(principal, { customerId: input.customerId, items: input.items })).order,
+  createOrder: async (_parent, { input, idempotencyKey }, { services, principal }) => {
+    const result = await services.orders.create(
+      principal,
+      { customerId: input.customerId, items: input.items },
+      idempotencyKey === null || idempotencyKey === undefined ? {} : { idempotencyKey },
+    );
+    // A replay whose order has since been deleted has nothing left to return.
+    if (!result.order) throw notFound('Order');
+    return result.order;
+  },
   updateOrderStatus: (_parent, { id, status, etag }, { services, principal }) =>
-    services.orders.changeStatus(principal, id, status, expectedVersion(id, etag)),
-  cancelOrder: (_parent, { id, etag }, { services, principal }) =>
-    services.orders.cancel(principal, id, expectedVersion(id, etag)),
+    services.orders.changeStatus(principal, id, status, ifEtag(etag)),
+  cancelOrder: (_parent, { id, etag }, { services, principal }) => services.orders.cancel(principal, id, ifEtag(etag)),
 };

@@ -84,11 +84,12 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'idempotency keys',
     sql: `
       -- One row per (caller, key), written in the same transaction as the order it created.
+      -- No foreign key: deleting the order must not forget the key, or a retry would create it again.
       create table idempotency_keys (
         scope       text not null,
         key         text not null,
         fingerprint text not null,
-        order_id    text not null references orders (id) on delete cascade,
+        order_id    text not null,
         response    jsonb,
         created_at  timestamptz not null default now(),
         primary key (scope, key)

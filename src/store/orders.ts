@@ -113,3 +113,28 @@ export async function updateOrderStatus(
   );
   return rows[0] ? toOrder(rows[0]) : null;
 }
+
+/** Replaces the lines of a pending order, compare-and-set on the version like updateOrderStatus. */
+export async function replaceOrderItems(
+  db: Queryable,
+  id: string,
+  expectedVersion: number,
+  lines: readonly { sku: string; qty: number; unitPriceCents: number }[],
+  totalCents: number,
+): Promise<{ order: Order; items: OrderItem[] } | null> {
+  const rows = await db.query(
+    `update orders set total_cents = $3, version = version + 1, updated_at = clock_timestamp()
+     where id = $1 and version = $2 and status = 'pending' returning ${ORDER_COLUMNS}`,
+    [id, expectedVersion, totalCents],
+  );
+  if (!rows[0]) return null;
+  await db.query('delete from order_items where order_id = $1', [id]);
+  await insertItems(db, id, lines);
+  return { order: toOrder(rows[0]), items: lines.map((l, i) => ({ orderId: id, lineNo: i + 1, ...l })) };
+}
+
+/** Deletes the order (and its lines) if it is still at the expected version. */
+export async function deleteOrder(db: Queryable, id: string, expectedVersion: number): Promise<boolean> {
+  const rows = await db.query('delete from orders where id = $1 and version = $2 returning id', [id, expectedVersion]);
+  return rows.length === 1;
+}
