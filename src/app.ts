@@ -126,6 +126,12 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     if (!page) return next();
     res.set('Cache-Control', 'public, max-age=86400').type('html').send(page);
   });
+  app.use('/v1', createRestRouter({ services, verifier }));
+  app.get('/problems/:slug', (req, res, next) => {
+    const page = problemPage(req.params.slug);
+    if (!page) return next();
+    res.set('Cache-Control', 'public, max-age=86400').type('html').send(page);
+  });
 
   app.use((req: Request, res: Response) =>
     sendProblem(req, res, 'ROUTE_NOT_FOUND', `Nothing is served at ${req.path}.`),

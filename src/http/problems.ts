@@ -8,6 +8,7 @@ export type HttpErrorCode =
   | 'ROUTE_NOT_FOUND'
   | 'METHOD_NOT_ALLOWED'
   | 'MALFORMED_REQUEST'
+  | 'IDEMPOTENCY_KEY_REQUIRED'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'NOT_ACCEPTABLE'
@@ -17,29 +18,147 @@ interface ProblemType {
   readonly status: number;
   readonly title: string;
   readonly slug: string;
+  /** What it means and what to do, for the human page at the type URI. */
+  readonly description: string;
 }
 
 /**
  * The one mapping from error code to HTTP. GraphQL uses the same codes as `extensions.code`;
- * REST uses the status, title and `type` URI (`/problems/<slug>`, documented in the README).
+ * REST uses the status, title and `type` URI (`/problems/<slug>`, a page served by this API).
  */
 export const PROBLEM_TYPES: Readonly<Record<HttpErrorCode, ProblemType>> = {
-  UNAUTHENTICATED: { status: 401, title: 'Authentication required', slug: 'unauthenticated' },
-  INSUFFICIENT_SCOPE: { status: 403, title: 'Insufficient scope', slug: 'insufficient-scope' },
-  FORBIDDEN: { status: 403, title: 'Forbidden', slug: 'forbidden' },
-  NOT_FOUND: { status: 404, title: 'Not found', slug: 'not-found' },
-  BAD_USER_INPUT: { status: 422, title: 'Invalid input', slug: 'invalid-input' },
-  INVALID_TRANSITION: { status: 409, title: 'Invalid status transition', slug: 'invalid-transition' },
-  PRECONDITION_FAILED: { status: 412, title: 'Precondition failed', slug: 'precondition-failed' },
-  PRECONDITION_REQUIRED: { status: 428, title: 'Precondition required', slug: 'precondition-required' },
-  INTERNAL_SERVER_ERROR: { status: 500, title: 'Internal server error', slug: 'internal' },
-  ROUTE_NOT_FOUND: { status: 404, title: 'No such resource', slug: 'route-not-found' },
-  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed', slug: 'method-not-allowed' },
-  MALFORMED_REQUEST: { status: 400, title: 'Malformed request', slug: 'malformed-request' },
-  PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large', slug: 'payload-too-large' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type', slug: 'unsupported-media-type' },
-  NOT_ACCEPTABLE: { status: 406, title: 'Not acceptable', slug: 'not-acceptable' },
-  SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable', slug: 'service-unavailable' },
+  UNAUTHENTICATED: {
+    status: 401,
+    title: 'Authentication required',
+    slug: 'unauthenticated',
+    description:
+      'Send a valid access token as Authorization: Bearer <token>. The WWW-Authenticate header says why the token was refused.',
+  },
+  INSUFFICIENT_SCOPE: {
+    status: 403,
+    title: 'Insufficient scope',
+    slug: 'insufficient-scope',
+    description:
+      'The access token is valid but was not granted the scope this needs: orders:read for reads, orders:write for writes.',
+  },
+  FORBIDDEN: {
+    status: 403,
+    title: 'Forbidden',
+    slug: 'forbidden',
+    description:
+      'You are signed in, but your role does not allow this action (for example, customers may only cancel their own pending orders, and only staff may delete).',
+  },
+  NOT_FOUND: {
+    status: 404,
+    title: 'Not found',
+    slug: 'not-found',
+    description: 'There is no such order, or it belongs to someone else: the API does not tell the two apart.',
+  },
+  BAD_USER_INPUT: {
+    status: 422,
+    title: 'Invalid input',
+    slug: 'invalid-input',
+    description:
+      'Some fields are invalid. The errors member lists each one with a JSON pointer into the request body and the reason.',
+  },
+  INVALID_TRANSITION: {
+    status: 409,
+    title: 'Invalid status transition',
+    slug: 'invalid-transition',
+    description:
+      'Orders move pending → paid → shipped → delivered, and pending or paid → cancelled. The detail names the moves possible from the current status.',
+  },
+  NOT_EDITABLE: {
+    status: 409,
+    title: 'Order not editable',
+    slug: 'not-editable',
+    description: 'Only pending orders can have their items replaced.',
+  },
+  PRECONDITION_FAILED: {
+    status: 412,
+    title: 'Precondition failed',
+    slug: 'precondition-failed',
+    description:
+      'The order changed since the ETag you sent in If-Match. GET it again, re-apply your change and retry with the new ETag.',
+  },
+  PRECONDITION_REQUIRED: {
+    status: 428,
+    title: 'Precondition required',
+    slug: 'precondition-required',
+    description:
+      'This write must be conditional: send If-Match with the ETag you last read, so it cannot overwrite a change you have not seen.',
+  },
+  IDEMPOTENCY_KEY_REQUIRED: {
+    status: 400,
+    title: 'Idempotency-Key required',
+    slug: 'idempotency-key-required',
+    description:
+      'Creating an order needs an Idempotency-Key header of 1 to 255 visible ASCII characters, unique per intended order (a UUID is a good choice).',
+  },
+  IDEMPOTENCY_KEY_IN_USE: {
+    status: 409,
+    title: 'Idempotency-Key in use',
+    slug: 'idempotency-key-in-use',
+    description:
+      'A request with this Idempotency-Key is still being processed. Retry after a moment: you will get its result.',
+  },
+  IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    title: 'Idempotency-Key reused',
+    slug: 'idempotency-key-reused',
+    description:
+      'This Idempotency-Key was already used (within 24 hours) with a different request body. Use a new key for a new order.',
+  },
+  INTERNAL_SERVER_ERROR: {
+    status: 500,
+    title: 'Internal server error',
+    slug: 'internal',
+    description:
+      'Something failed on our side and nothing was changed. Retrying is safe for idempotent requests; quote the X-Request-Id when reporting it.',
+  },
+  ROUTE_NOT_FOUND: {
+    status: 404,
+    title: 'No such resource',
+    slug: 'route-not-found',
+    description: 'Nothing is served at this path. The REST endpoints are described at /v1/openapi.json.',
+  },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    title: 'Method not allowed',
+    slug: 'method-not-allowed',
+    description: 'The resource does not support this method; the Allow header lists those it does.',
+  },
+  MALFORMED_REQUEST: {
+    status: 400,
+    title: 'Malformed request',
+    slug: 'malformed-request',
+    description: 'The request could not be read: the body is not valid JSON, or a query parameter is malformed.',
+  },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    title: 'Request body too large',
+    slug: 'payload-too-large',
+    description: 'The request body exceeds the limit named in the detail.',
+  },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    title: 'Unsupported media type',
+    slug: 'unsupported-media-type',
+    description:
+      'Send application/json for POST and PUT, and application/merge-patch+json for PATCH (see the Accept-Patch header).',
+  },
+  NOT_ACCEPTABLE: {
+    status: 406,
+    title: 'Not acceptable',
+    slug: 'not-acceptable',
+    description: 'The Accept header allows no media type this resource can produce.',
+  },
+  SERVICE_UNAVAILABLE: {
+    status: 503,
+    title: 'Service unavailable',
+    slug: 'service-unavailable',
+    description: 'The service is starting, draining or cannot reach a dependency. Retry shortly.',
+  },
 };
 
 export function problemTypeUri(code: HttpErrorCode): string {
@@ -71,4 +190,19 @@ export function sendProblem(
         ...(extra.invalid ? { errors: extra.invalid } : {}),
       }),
     );
+}
+
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** The human page behind each problem type URI. */
+export function problemPage(slug: string): string | null {
+  const entry = Object.entries(PROBLEM_TYPES).find(([, t]) => t.slug === slug);
+  if (!entry) return null;
+  const [code, type] = entry;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(type.title)} — Orders API</title></head>
+<body><main><h1>${escapeHtml(type.title)}</h1>
+<p>HTTP status <strong>${type.status}</strong>, code <code>${escapeHtml(code)}</code> (also GraphQL <code>extensions.code</code>).</p>
+<p>${escapeHtml(type.description)}</p></main></body></html>`;
 }

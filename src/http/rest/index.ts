@@ -1,0 +1,55 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { TokenVerifier } from '../../auth/bearer.js';
+import { DomainError } from '../../domain/errors.js';
+import type { Services } from '../../domain/services.js';
+import { authenticate, bearerChallenge } from '../authenticate.js';
+import { sendProblem } from '../problems.js';
+import { openapiDocument } from './openapi.js';
+import { ordersRouter } from './orders.js';
+
+/** The REST transport's one translator from failures to problem details. */
+function problems(error: unknown, req: Request, res: Response, next: NextFunction) {
+  if (res.headersSent) return next(error);
+  if (error instanceof DomainError) {
+    const headers: Record<string, string> = {};
+    if (error.code === 'UNAUTHENTICATED') headers['WWW-Authenticate'] = bearerChallenge();
+    if (error.code === 'INSUFFICIENT_SCOPE') {
+      headers['WWW-Authenticate'] =
+        `${bearerChallenge('insufficient_scope', error.message)}, scope="${error.details.scope ?? ''}"`;
+    }
+    if (error.code === 'IDEMPOTENCY_KEY_IN_USE') headers['Retry-After'] = '1';
+    return sendProblem(req, res, error.code, error.message, {
+      headers,
+      ...(error.details.invalid ? { invalid: error.details.invalid } : {}),
+    });
+  }
+  // body-parser marks its own failures with a type.
+  const type = (error as { type?: string }).type;
+  if (type === 'entity.parse.failed') return sendProblem(req, res, 'MALFORMED_REQUEST', 'The body is not valid JSON.');
+  if (type === 'entity.too.large') return sendProblem(req, res, 'PAYLOAD_TOO_LARGE', 'The body is larger than 64 kB.');
+  if (type === 'charset.unsupported' || type === 'encoding.unsupported') {
+    return sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', 'Send the body as UTF-8 JSON without content encoding.');
+  }
+  if (type === 'request.aborted' || type === 'request.size.invalid') {
+    return sendProblem(req, res, 'MALFORMED_REQUEST', 'The body could not be read completely.');
+  }
+  next(error);
+}
+
+/** Resource endpoints: Bearer credentials on every request, no server-side session. */
+export function createRestRouter(deps: { services: Services; verifier: TokenVerifier }): express.Router {
+  const router = express.Router();
+  router.get('/openapi.json', (_req, res) => {
+    res.set('Cache-Control', 'public, max-age=300').json(openapiDocument);
+  });
+  router.use(
+    authenticate(deps.verifier, (req, res, status, challenge, detail) =>
+      sendProblem(req, res, status === 503 ? 'SERVICE_UNAVAILABLE' : 'UNAUTHENTICATED', detail, {
+        headers: { 'WWW-Authenticate': challenge },
+      }),
+    ),
+  );
+  router.use(ordersRouter(deps.services));
+  router.use(problems);
+  return router;
+}
