@@ -126,8 +126,9 @@ describe('GraphQL over HTTP', () => {
   });
 
   test('serves automatic persisted queries over GET, as mobile clients send them', async () => {
-    const query = '{ products { sku name } }';
-    const { createHash } = await import('node:crypto');
+    const { createHash, randomUUID } = await import('node:crypto');
+    // Unique per run: the persisted-query cache may be a Redis shared with earlier runs.
+    const query = `query Apq_${randomUUID().replace(/-/g, '')} { products { sku name } }`;
     const sha256Hash = createHash('sha256').update(query).digest('hex');
     const extensions = encodeURIComponent(JSON.stringify({ persistedQuery: { version: 1, sha256Hash } }));
     const getUrl = `${server.url}/graphql?extensions=${extensions}`;
