@@ -1,0 +1,39 @@
+/**
+ * Child process: the real Orders API, started in-process exactly as src/main.ts would, on the
+ * bench's PostgreSQL schema, with silent logging so the numbers measure the API, not the terminal.
+ *
+ * By default it runs with NODE_ENV=development, because production requires an external OIDC issuer
+ * and this instance's embedded IdP is what the bench signs in with. Given BENCH_OIDC_ISSUER (the
+ * first instance's `/idp`), it runs as production does instead: a second replica that trusts that
+ * issuer, with no embedded IdP of its own (see README "Identity").
+ */
+import { pino } from 'pino';
+import { loadConfig } from '../src/config.js';
+import { startServer } from '../src/server.js';
+import { reportFailure, serveParent } from './ipc.js';
+import { createProfiler } from './profiler.js';
+
+try {
+  const externalIssuer = process.env.BENCH_OIDC_ISSUER;
+  const config = loadConfig({
+    NODE_ENV: externalIssuer ? 'production' : 'development',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    DATABASE_URL: process.env.DATABASE_URL,
+    DATABASE_SCHEMA: process.env.DATABASE_SCHEMA,
+    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+    ...(externalIssuer
+      ? { OIDC_ISSUER: externalIssuer, OIDC_CLIENT_ID: 'orders-web', OIDC_CLIENT_SECRET: 'orders-web-secret' }
+      : {}),
+  });
+  const running = await startServer(config, pino({ level: 'silent' }));
+  const profiler = process.env.BENCH_PROFILE_DIR ? createProfiler(process.env.BENCH_PROFILE_DIR) : null;
+  serveParent(
+    { url: running.url, issuer: running.app.issuer },
+    () => running.close(),
+    profiler ? { 'profile-start': profiler.start, 'profile-stop': profiler.stop } : {},
+  );
+} catch (error) {
+  reportFailure(error);
+}

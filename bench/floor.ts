@@ -1,0 +1,151 @@
+/**
+ * Child process: the floor. A plain `node:http` server with a `pg.Pool` configured like the app's
+ * (max 10, same schema on the search_path) that answers the benchmark's requests by running the
+ * same SQL statements the app runs (src/store/orders.ts, customers.ts, products.ts) and writing
+ * the same JSON with JSON.stringify. No auth, no GraphQL, no validation of rows: whatever the app
+ * spends beyond this is the cost of its framework and its rules.
+ *
+ * It counts its SQL statements and /graphql requests and shows them at GET /metrics under the
+ * app's metric names, so the bench reads both servers the same way.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { reportFailure, serveParent } from './ipc.js';
+
+const ORDER_COLUMNS = 'id, customer_id, status, total_cents, version, created_at, updated_at';
+/** Same clamp as the app's PAGE.max. */
+const MAX_FIRST = 100;
+
+interface OrderRow {
+  id: string;
+  customer_id: string;
+  status: string;
+}
+interface CustomerRow {
+  id: string;
+  name: string;
+}
+interface ProductRow {
+  sku: string;
+  name: string;
+  price_cents: number;
+}
+
+try {
+  const schema = process.env.DATABASE_SCHEMA!;
+  /** The customer id the app would find for alice's subject (it caches that in memory too). */
+  const ownerId = process.env.BENCH_OWNER_CUSTOMER_ID!;
+  const pool = new pg.Pool({
+    connectionString: process.env.DATABASE_URL,
+    max: 10,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: 5_000,
+    options: `-c search_path="${schema}"`,
+  });
+  pool.on('error', () => undefined);
+
+  let statements = 0;
+  let graphqlRequests = 0;
+  async function query<R>(sql: string, params: unknown[]): Promise<R[]> {
+    statements++;
+    return (await pool.query(sql, params)).rows as R[];
+  }
+
+  /** Like the app's DataLoader: one statement for the distinct customer ids of the orders. */
+  async function withCustomers(orders: OrderRow[]) {
+    if (!orders.length) return [];
+    const ids = [...new Set(orders.map((o) => o.customer_id))];
+    const customers = await query<CustomerRow>(
+      'select id, subject, name, email from customers where id = any($1::text[])',
+      [ids],
+    );
+    const byId = new Map(customers.map((c) => [c.id, c]));
+    return orders.map((o) => {
+      const c = byId.get(o.customer_id)!;
+      return { id: o.id, status: o.status, customer: { id: c.id, name: c.name } };
+    });
+  }
+
+  async function recentOrders(first: number) {
+    const orders = await query<OrderRow>(
+      `select ${ORDER_COLUMNS} from orders order by created_at desc, id desc limit $1`,
+      [Math.min(first, MAX_FIRST)],
+    );
+    return { data: { recentOrders: await withCustomers(orders) } };
+  }
+
+  async function order(id: string) {
+    const [row] = await query<OrderRow>(`select ${ORDER_COLUMNS} from orders where id = $1`, [id]);
+    // The app shows a customer only their own orders; its subject → customer id lookup is cached.
+    if (!row || row.customer_id !== ownerId) return { data: { order: null } };
+    const [withCustomer] = await withCustomers([row]);
+    return { data: { order: withCustomer } };
+  }
+
+  async function products() {
+    const rows = await query<ProductRow>('select sku, name, price_cents from products order by sku', []);
+    return { data: { products: rows.map((p) => ({ sku: p.sku, name: p.name, priceCents: p.price_cents })) } };
+  }
+
+  /** Picks the scenario from the query text with a regex: recognising it is not parsing GraphQL. */
+  async function answer(body: { query?: string; variables?: { id?: string } }) {
+    const first = /recentOrders\(first:\s*(\d+)\)/.exec(body.query ?? '');
+    if (first) return recentOrders(Number(first[1]));
+    if (/\border\(/.test(body.query ?? '') && body.variables?.id) return order(body.variables.id);
+    if (/\bproducts\b/.test(body.query ?? '')) return products();
+    return null;
+  }
+
+  function send(res: ServerResponse, status: number, body: string, type = 'application/json; charset=utf-8') {
+    res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
+    res.end(body);
+  }
+
+  async function readBody(req: IncomingMessage): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const url = new URL(req.url ?? '/', 'http://floor');
+    if (req.method === 'GET' && url.pathname === '/metrics') {
+      return send(
+        res,
+        200,
+        `# TYPE sql_statements_total counter\nsql_statements_total ${statements}\n` +
+          `# TYPE http_requests_total counter\nhttp_requests_total{route="/graphql"} ${graphqlRequests}\n`,
+        'text/plain; version=0.0.4',
+      );
+    }
+    if (url.pathname !== '/graphql') return send(res, 404, '{"error":"not found"}');
+    graphqlRequests++;
+    const result =
+      req.method === 'GET'
+        ? await answer({ query: url.searchParams.get('query') ?? '' })
+        : await answer(JSON.parse(await readBody(req)) as Parameters<typeof answer>[0]);
+    if (!result) return send(res, 400, '{"error":"the floor does not know this query"}');
+    send(res, 200, JSON.stringify(result));
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) send(res, 500, JSON.stringify({ error: String(error) }));
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  serveParent({ url: `http://127.0.0.1:${port}` }, async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await pool.end();
+  });
+} catch (error) {
+  reportFailure(error);
+}

@@ -1,0 +1,86 @@
+/**
+ * The small protocol between the bench (parent) and each server child over Node's fork IPC
+ * channel: the child announces where it listens, then answers numbered requests (CPU time so
+ * far, profiler start/stop, stop). Servers run in children so that the app, the floor and the
+ * load generator never share an event loop.
+ */
+
+export interface ReadyMessage {
+  readonly type: 'ready';
+  readonly url: string;
+  /** The embedded IdP's issuer (app child only). */
+  readonly issuer?: string;
+}
+
+export interface FailedMessage {
+  readonly type: 'failed';
+  readonly error: string;
+}
+
+export type RequestType = 'cpu' | 'profile-start' | 'profile-stop' | 'stop';
+
+export interface RequestMessage {
+  readonly id: number;
+  readonly type: RequestType;
+}
+
+export type ReplyMessage =
+  | { readonly id: number; readonly ok: true; readonly value: unknown }
+  | { readonly id: number; readonly ok: false; readonly error: string };
+
+export type ChildMessage = ReadyMessage | FailedMessage | ReplyMessage;
+
+/** CPU time the child has used so far, in microseconds (process.cpuUsage()). */
+export interface CpuTime {
+  readonly user: number;
+  readonly system: number;
+}
+
+type Handlers = Partial<Record<Exclude<RequestType, 'stop' | 'cpu'>, () => Promise<unknown>>>;
+
+function send(message: ChildMessage): void {
+  process.send?.(message);
+}
+
+/** Child side: reports a start-up failure to the parent and exits. */
+export function reportFailure(error: unknown): never {
+  send({ type: 'failed', error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  process.exit(1);
+}
+
+/**
+ * Child side: announces readiness and serves the parent's requests. `close` runs once, on the
+ * parent's `stop`, on SIGTERM, or when the IPC channel drops because the parent died — so a
+ * child never outlives the bench.
+ */
+export function serveParent(ready: Omit<ReadyMessage, 'type'>, close: () => Promise<void>, handlers: Handlers = {}) {
+  let closing: Promise<void> | null = null;
+  const shutdown = () => {
+    closing ??= close()
+      .catch(() => undefined)
+      .finally(() => process.exit(0));
+    return closing;
+  };
+
+  process.on('message', (raw: RequestMessage) => {
+    void (async () => {
+      try {
+        if (raw.type === 'stop') {
+          // Reply first: after close() the process exits and the channel is gone.
+          send({ id: raw.id, ok: true, value: null });
+          await shutdown();
+          return;
+        }
+        const value: unknown = raw.type === 'cpu' ? process.cpuUsage() : await handlers[raw.type]?.();
+        send({ id: raw.id, ok: true, value: value ?? null });
+      } catch (error) {
+        send({ id: raw.id, ok: false, error: error instanceof Error ? error.message : String(error) });
+      }
+    })();
+  });
+  process.on('disconnect', () => void shutdown());
+  process.on('SIGTERM', () => void shutdown());
+  // Ctrl-C reaches the whole process group; the parent decides when the children stop.
+  process.on('SIGINT', () => undefined);
+  send({ type: 'ready', ...ready });
+}

@@ -1,0 +1,115 @@
+import { createHistogram } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+
+export interface LoadSpec {
+  readonly url: string;
+  readonly method: 'GET' | 'POST';
+  readonly headers: Record<string, string>;
+  readonly body?: string;
+  /** Every response must be exactly this body, or it counts as a mismatch. */
+  readonly expectBody?: string;
+}
+
+export interface LoadStats {
+  /** Responses received (any status). */
+  readonly responses: number;
+  readonly seconds: number;
+  readonly rps: number;
+  readonly meanMs: number;
+  readonly p50Ms: number;
+  readonly p90Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  readonly non2xx: number;
+  /** Connection errors and timeouts. */
+  readonly errors: number;
+  readonly timeouts: number;
+  /** 2xx responses whose body differed from the expected one. */
+  readonly mismatches: number;
+  /** A run by amount that hit the time limit (3 × seconds + 10 s) and was stopped. */
+  readonly cutShort: boolean;
+  readonly statusCodes: Record<string, number>;
+}
+
+export interface LoadOptions {
+  readonly connections: number;
+  /** Run for this long (warm-ups) ... */
+  readonly seconds: number;
+  /**
+   * ... or, for measured runs, send exactly this many requests (about `seconds` worth at the
+   * warm-up's rate) and wait for every answer. A run cut off by time abandons the requests in
+   * flight, which the server still executes: their SQL would then be counted against too few requests.
+   */
+  readonly amount?: number;
+}
+
+/**
+ * Closed-loop load with autocannon: `connections` keep-alive connections, each sending its next
+ * request as soon as the previous response arrives. Latencies are recorded here, from autocannon's
+ * per-response hrtime durations, in microseconds: autocannon's own histogram keeps whole
+ * milliseconds, too coarse for a floor that answers in one or two.
+ */
+export function runLoad(spec: LoadSpec, opts: LoadOptions): Promise<LoadStats> {
+  const latencies = createHistogram({ lowest: 1, highest: 60_000_000, figures: 3 });
+  let responses = 0;
+  const started = performance.now();
+  let lastResponse = started;
+
+  // A server that slows down mid-run must not stretch a run by amount without bound.
+  let cutShort = false;
+  let limit: NodeJS.Timeout | undefined;
+
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: spec.url,
+        method: spec.method,
+        headers: spec.headers,
+        ...(spec.body !== undefined ? { body: spec.body } : {}),
+        ...(spec.expectBody !== undefined ? { expectBody: spec.expectBody } : {}),
+        connections: opts.amount ? Math.min(opts.connections, opts.amount) : opts.connections,
+        pipelining: 1,
+        ...(opts.amount ? { amount: opts.amount } : { duration: opts.seconds }),
+        timeout: 10,
+        // autocannon ends a run at its next sample tick; 100 ms instead of 1 s keeps the idle tail short.
+        sampleInt: 100,
+      },
+      (error, result) => {
+        clearTimeout(limit);
+        if (error) return reject(error);
+        const seconds = (lastResponse - started) / 1000;
+        const ms = (percentile: number) => latencies.percentile(percentile) / 1000;
+        resolve({
+          responses,
+          seconds,
+          rps: seconds > 0 ? responses / seconds : 0,
+          meanMs: responses ? latencies.mean / 1000 : 0,
+          p50Ms: responses ? ms(50) : 0,
+          p90Ms: responses ? ms(90) : 0,
+          p99Ms: responses ? ms(99) : 0,
+          maxMs: responses ? latencies.max / 1000 : 0,
+          non2xx: result.non2xx,
+          errors: result.errors,
+          timeouts: result.timeouts,
+          mismatches: result.mismatches,
+          cutShort,
+          statusCodes: Object.fromEntries(
+            Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count ?? 0]),
+          ),
+        });
+      },
+    );
+    limit = setTimeout(
+      () => {
+        cutShort = true;
+        instance.stop();
+      },
+      (3 * opts.seconds + 10) * 1000,
+    );
+    instance.on('response', (_client, _status, _bytes, responseTime) => {
+      responses++;
+      lastResponse = performance.now();
+      latencies.record(Math.max(1, Math.round(responseTime * 1000)));
+    });
+  });
+}

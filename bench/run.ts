@@ -1,0 +1,358 @@
+/**
+ * `npm run bench`: the Orders API against its floor, side by side, on real PostgreSQL.
+ *
+ * The app (src/server.ts, in a child process) and the floor (bench/floor.ts: node:http + pg running
+ * the same SQL, in another child) each get the same requests from autocannon in this process, one
+ * server at a time, after a warm-up. Reported per scenario: requests/s, p50/p99 latency, SQL
+ * statements per request (from each server's /metrics) and the app/floor ratios. Results also go
+ * to bench/results/latest.json. Everything is bounded in time; the schema is dropped at the end.
+ *
+ *   npm run bench -- [--duration 8] [--warmup 2] [--connections 32] [--orders 100000]
+ *                    [--only recentOrders-20,products-get] [--production] [--profile] [--check 0.25]
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import type pg from 'pg';
+import { loginWithPkce } from '../src/auth/pkceLogin.js';
+import { startChild, stopAllChildren, type ServerChild } from './children.js';
+import { connect, customerIdOf, dropSchema, growOrders, recentOrdersPlan, someOrderOf } from './data.js';
+import { readMachineCpu } from './cpu.js';
+import type { CpuTime } from './ipc.js';
+import { runLoad, type LoadSpec } from './load.js';
+import { difference, readCounters } from './metrics.js';
+import { renderProfile, summarizeProfile, type ProfileSummary } from './profile.js';
+import { problemsOf, renderTables, type ScenarioResult, type SideResult } from './report.js';
+import { scenarios, type Scenario } from './scenarios.js';
+
+const USAGE = `usage: npm run bench -- [options]
+  --duration <s>      about how long each measured run lasts (default 8): it sends the number of
+                      requests the warm-up's rate would answer in that time, and waits for all
+  --warmup <s>        warm-up seconds before each measured run (default 2, at least 1)
+  --connections <n>   concurrent keep-alive connections (default 32)
+  --orders <n>        orders in the table while measuring (default 100000; the seed has 400)
+  --only <names>      comma-separated scenario names to run (default: all)
+  --production        measure a second app instance configured as in production (NODE_ENV=production,
+                      the first instance's IdP as its external OIDC issuer) instead of the development one
+  --profile           CPU-profile the app during each measured run (slows it; numbers are then not comparable)
+  --check <ratio>     exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors`;
+
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '8' },
+    warmup: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '32' },
+    orders: { type: 'string', default: '100000' },
+    only: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    production: { type: 'boolean', default: false },
+    check: { type: 'string' },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (flags.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+function numberFlag(name: string, value: string | undefined, min: number, max: number): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min || n > max) {
+    console.error(`--${name} must be a number from ${min} to ${max}, got ${JSON.stringify(value)}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const options = {
+  // Bounded so that a typo cannot start an hour-long run.
+  seconds: numberFlag('duration', flags.duration, 1, 120),
+  warmupSeconds: numberFlag('warmup', flags.warmup, 1, 60),
+  connections: Math.round(numberFlag('connections', flags.connections, 1, 512)),
+  orders: Math.round(numberFlag('orders', flags.orders, 0, 2_000_000)),
+  check: flags.check === undefined ? undefined : numberFlag('check', flags.check, 0, 100),
+  only: flags.only?.split(',').map((s) => s.trim()),
+  profile: flags.profile,
+  production: flags.production,
+};
+
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const schema = `bench_${randomBytes(6).toString('hex')}`;
+const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
+const profileDir = join(resultsDir, 'profiles');
+
+const log = (message: string) => console.error(`[bench] ${message}`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const redacted = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+
+let admin: pg.Client | undefined;
+let cleaning: Promise<void> | null = null;
+
+/** Stops both servers and drops the schema; safe to call from every exit path, runs once. */
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    await stopAllChildren().catch((e: unknown) => log(`stopping servers: ${String(e)}`));
+    await admin?.end().catch(() => undefined);
+    await dropSchema(databaseUrl, schema)
+      .then(() => log(`dropped schema ${schema}`))
+      .catch((e: unknown) => log(`could not drop schema ${schema}: ${String(e)}`));
+  })();
+  return cleaning;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    log(`${signal}: stopping the servers and dropping the schema`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+/** One plain request, for the correctness check before measuring. */
+async function fetchOnce(spec: LoadSpec): Promise<{ status: number; text: string }> {
+  const res = await fetch(spec.url, {
+    method: spec.method,
+    headers: spec.headers,
+    ...(spec.body !== undefined ? { body: spec.body } : {}),
+    signal: AbortSignal.timeout(10_000),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+/**
+ * Before measuring, app and floor must answer 200 without errors and about the same orders (same
+ * ids, same order), so the floor really does the app's work. Returns each side's body, which every
+ * response during the run must then match.
+ */
+async function checkSameWork(scenario: Scenario, app: string, floor: string) {
+  const answers = await Promise.all([fetchOnce(scenario.request(app)), fetchOnce(scenario.request(floor))]);
+  const ids: string[][] = [];
+  for (const [side, answer] of [
+    ['app', answers[0]],
+    ['floor', answers[1]],
+  ] as const) {
+    if (answer.status !== 200) throw new Error(`${scenario.name}: ${side} answered ${answer.status}: ${answer.text}`);
+    const body = JSON.parse(answer.text) as { errors?: unknown };
+    if (body.errors) throw new Error(`${scenario.name}: ${side} answered with errors: ${answer.text}`);
+    const problem = scenario.expect(scenario.ids(body));
+    if (problem) throw new Error(`${scenario.name}: ${side}: ${problem}`);
+    ids.push(scenario.ids(body));
+  }
+  if (JSON.stringify(ids[0]) !== JSON.stringify(ids[1])) {
+    throw new Error(`${scenario.name}: app and floor answered about different records:\n${ids[0]}\n${ids[1]}`);
+  }
+  return { appBody: answers[0].text, floorBody: answers[1].text, identical: answers[0].text === answers[1].text };
+}
+
+const cpuMicros = (t: CpuTime) => t.user + t.system;
+
+/** Warm-up, then the measured run with the server's counters and CPU time read around it. */
+async function measure(
+  child: ServerChild,
+  spec: LoadSpec,
+  profile: boolean,
+): Promise<{ result: SideResult; warmupProblems: string[] }> {
+  const url = child.ready.url;
+  const warmupProblems: string[] = [];
+  // The warm-up also sets the size of the measured run: `seconds` worth of requests at its rate.
+  const warm = await runLoad(
+    { ...spec, expectBody: undefined },
+    { connections: options.connections, seconds: options.warmupSeconds },
+  );
+  if (warm.non2xx || warm.errors) warmupProblems.push(`warm-up: ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+  const amount = Math.max(options.connections, Math.round(warm.rps * options.seconds));
+  await sleep(200);
+  const before = await readCounters(url);
+  const serverBefore = await child.cpu();
+  const machineBefore = await readMachineCpu();
+  const loadgenBefore = process.cpuUsage();
+  const started = performance.now();
+  if (profile) await child.request('profile-start');
+  const stats = await runLoad(spec, { connections: options.connections, seconds: options.seconds, amount });
+  // CPU is read right after the last answer, so the window holds the run and little else.
+  const loadgen = cpuMicros(process.cpuUsage(loadgenBefore)) / 1000;
+  const machineAfter = await readMachineCpu();
+  const server = (cpuMicros(await child.cpu()) - cpuMicros(serverBefore)) / 1000;
+  const windowMs = performance.now() - started;
+  const profilePath = profile ? ((await child.request('profile-stop')) as string) : undefined;
+  // A run by amount leaves nothing in flight; a run cut short by its time limit might.
+  await sleep(stats.cutShort ? 1000 : 100);
+  const counted = difference(await readCounters(url), before);
+  const served = counted.graphqlRequests;
+  const percent = (ms: number) => (100 * ms) / windowMs;
+  const postgres =
+    machineAfter.postgresMs !== null && machineBefore.postgresMs !== null
+      ? Math.max(0, machineAfter.postgresMs - machineBefore.postgresMs)
+      : null;
+  const machine = machineAfter.busyMs - machineBefore.busyMs;
+  return {
+    warmupProblems,
+    result: {
+      stats,
+      served,
+      sqlStatements: counted.sql,
+      sqlPerRequest: served ? counted.sql / served : 0,
+      graphqlErrors: counted.graphqlErrors,
+      cpuUsPerRequest: served ? (1000 * server) / served : 0,
+      cpu: {
+        windowMs,
+        serverPercent: percent(server),
+        postgresPercent: postgres === null ? null : percent(postgres),
+        loadGeneratorPercent: percent(loadgen),
+        machinePercent: percent(machine),
+        otherPercent: percent(Math.max(0, machine - server - loadgen - (postgres ?? 0))),
+      },
+      ...(profilePath ? { profile: profilePath } : {}),
+    },
+  };
+}
+
+async function main(): Promise<number> {
+  log(`PostgreSQL ${redacted(databaseUrl)}, schema ${schema}${process.env.REDIS_URL ? ', with Redis' : ''}`);
+  const appEnv = { DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema, REDIS_URL: process.env.REDIS_URL };
+  const profileEnv = { BENCH_PROFILE_DIR: options.profile ? profileDir : undefined };
+  // The development instance has the embedded IdP that issues the bench's tokens.
+  const idpApp = await startChild('app', './appServer.ts', { ...appEnv, ...(options.production ? {} : profileEnv) });
+  log(`app (development, embedded IdP) listening at ${idpApp.ready.url}`);
+  const issuer = idpApp.ready.issuer!;
+  // With --production the measured app is a second replica configured as in production: it trusts
+  // the first one's IdP as its external issuer and has none of its own.
+  const app = options.production
+    ? await startChild('app (production)', './appServer.ts', {
+        ...appEnv,
+        ...profileEnv,
+        BENCH_OIDC_ISSUER: issuer,
+        NODE_ENV: 'production',
+      })
+    : idpApp;
+  if (options.production) log(`app (production, issuer ${issuer}) listening at ${app.ready.url}`);
+
+  admin = await connect(databaseUrl, schema);
+  const started = Date.now();
+  const grown = await growOrders(admin, options.orders);
+  log(`orders: ${grown.before} seeded → ${grown.after} (${Date.now() - started} ms)`);
+  const plan = await recentOrdersPlan(admin);
+  log(`plan of the staff list: ${plan}`);
+  const aliceId = await customerIdOf(admin, 'alice');
+  const orderId = await someOrderOf(admin, aliceId);
+  await admin.end();
+  admin = undefined;
+
+  const login = async (user: string) => (await loginWithPkce({ issuer, username: user, password: user })).accessToken;
+  const [staffToken, customerToken] = [await login('carol'), await login('alice')];
+  log('signed in as carol (staff) and alice (customer) through the PKCE flow');
+
+  const floor = await startChild('floor', './floor.ts', {
+    DATABASE_URL: databaseUrl,
+    DATABASE_SCHEMA: schema,
+    BENCH_OWNER_CUSTOMER_ID: aliceId,
+  });
+  log(`floor listening at ${floor.ready.url}`);
+
+  const chosen = scenarios({ staffToken, customerToken, customerOrderId: orderId }).filter(
+    (s) => !options.only || options.only.includes(s.name),
+  );
+  if (!chosen.length) throw new Error(`--only matched no scenario`);
+
+  const results: ScenarioResult[] = [];
+  const profiles: { scenario: string; path: string; summary: ProfileSummary }[] = [];
+  for (const scenario of chosen) {
+    const check = await checkSameWork(scenario, app.ready.url, floor.ready.url);
+    log(`${scenario.name}: same answer from app and floor${check.identical ? ' (byte-identical)' : ''}; measuring`);
+    const a = await measure(app, { ...scenario.request(app.ready.url), expectBody: check.appBody }, options.profile);
+    const f = await measure(floor, { ...scenario.request(floor.ready.url), expectBody: check.floorBody }, false);
+    const result: ScenarioResult = {
+      name: scenario.name,
+      description: scenario.description,
+      app: a.result,
+      floor: f.result,
+      throughputRatio: f.result.stats.rps ? a.result.stats.rps / f.result.stats.rps : 0,
+      p99Ratio: f.result.stats.p99Ms ? a.result.stats.p99Ms / f.result.stats.p99Ms : 0,
+      cpuPerRequestRatio: f.result.cpuUsPerRequest ? a.result.cpuUsPerRequest / f.result.cpuUsPerRequest : 0,
+      identicalBodies: check.identical,
+      problems: [
+        ...a.warmupProblems.map((p) => `app ${p}`),
+        ...f.warmupProblems.map((p) => `floor ${p}`),
+        ...problemsOf('app', a.result),
+        ...problemsOf('floor', f.result),
+      ],
+    };
+    results.push(result);
+    log(
+      `${scenario.name}: app ${Math.round(a.result.stats.rps)} req/s, floor ${Math.round(f.result.stats.rps)} req/s ` +
+        `(ratio ${result.throughputRatio.toFixed(2)})${result.problems.length ? ' — FLAGGED' : ''}`,
+    );
+    if (a.result.profile) {
+      const path = join(profileDir, `${scenario.name}.cpuprofile`);
+      await rename(a.result.profile, path);
+      profiles.push({ scenario: scenario.name, path, summary: await summarizeProfile(path) });
+    }
+  }
+
+  const meta = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    loadAverage: os.loadavg(),
+    database: redacted(databaseUrl),
+    redis: Boolean(process.env.REDIS_URL),
+    orders: grown.after,
+    recentOrdersPlan: plan,
+    seconds: options.seconds,
+    warmupSeconds: options.warmupSeconds,
+    connections: options.connections,
+    profiled: options.profile,
+    appMode: options.production ? 'production (external issuer)' : 'development (embedded IdP)',
+  };
+  console.log(
+    `\nOrders API vs. floor (node:http + pg, same SQL) — ${meta.orders.toLocaleString('en-US')} orders, ` +
+      `${options.connections} connections, ${options.seconds} s per run, ${meta.cpus} CPUs, Node ${meta.node}, ` +
+      `app in ${meta.appMode}` +
+      (options.profile ? ' — PROFILED, app numbers are slowed by the profiler' : ''),
+  );
+  console.log(renderTables(results));
+  for (const p of profiles) console.log(`\n${renderProfile(p.scenario, p.path, p.summary)}`);
+
+  let exitCode = 0;
+  const failures: string[] = [];
+  if (options.check !== undefined) {
+    for (const r of results) {
+      if (r.throughputRatio < options.check) {
+        failures.push(`${r.name}: throughput ratio ${r.throughputRatio.toFixed(2)} is below ${options.check}`);
+      }
+      if (r.problems.length) failures.push(`${r.name}: the run had errors`);
+    }
+    console.log(
+      failures.length ? `\nCHECK FAILED:\n  ${failures.join('\n  ')}` : `\nCheck passed (ratio ≥ ${options.check}).`,
+    );
+    if (failures.length) exitCode = 1;
+  }
+
+  await mkdir(resultsDir, { recursive: true });
+  const file = join(resultsDir, 'latest.json');
+  await writeFile(
+    file,
+    JSON.stringify(
+      {
+        meta,
+        results,
+        profiles,
+        ...(options.check !== undefined ? { check: { minRatio: options.check, failures } } : {}),
+      },
+      null,
+      2,
+    ) + '\n',
+  );
+  log(`results written to ${file}`);
+  return exitCode;
+}
+
+const exitCode = await main().catch((error: unknown) => {
+  console.error(`[bench] failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  return 1;
+});
+await cleanup();
+process.exit(exitCode);
