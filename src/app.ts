@@ -6,9 +6,12 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
+import { browserLoginFor } from './auth/browserLogin.js';
 import { createEmbeddedIdp } from './auth/embeddedIdp.js';
+import { createSessionStore } from './auth/sessions.js';
 import type { Config } from './config.js';
 import { createServices } from './domain/services.js';
+import { createAuthRouter } from './http/authRoutes.js';
 import { createGraphqlRouter } from './http/graphql.js';
 import { createMetrics, recordRequests } from './http/metrics.js';
 import { problemPage, sendProblem } from './http/problems.js';
@@ -54,12 +57,15 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     // The embedded provider's keys are at hand; any other issuer's come from its discovery document.
     keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer),
   });
+  const sessions = createSessionStore(db);
+  const authRouter = createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier) });
   const graphql = await createGraphqlRouter({
     config,
     services,
     verifier,
     metrics,
     logger,
+    sessions,
     ...(redis ? { cache: new RedisKeyValueCache(redis, 'orders-api:apq:') } : {}),
   });
 
@@ -119,13 +125,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   });
 
   if (idp) app.use('/idp', idp.router);
+  app.use('/auth', authRouter);
   app.use('/graphql', graphql.router);
-  app.use('/v1', createRestRouter({ services, verifier }));
-  app.get('/problems/:slug', (req, res, next) => {
-    const page = problemPage(req.params.slug);
-    if (!page) return next();
-    res.set('Cache-Control', 'public, max-age=86400').type('html').send(page);
-  });
   app.use('/v1', createRestRouter({ services, verifier }));
   app.get('/problems/:slug', (req, res, next) => {
     const page = problemPage(req.params.slug);

@@ -1,6 +1,15 @@
 import { pino, type Logger } from 'pino';
 import type { LogLevel } from './config.js';
 
+const CENSOR = '[redacted]';
+
+/** Query and fragment parameters that carry codes, tokens, or the values binding a sign-in to one browser. */
+const SECRET_PARAMS =
+  /([?&#](?:code|state|nonce|session_state|id_token_hint|id_token|access_token|token|refresh_token|code_verifier)=)[^&#]*/gi;
+
+/** URLs are worth logging, their credentials are not: sign-in redirects carry a code, state or ID token. */
+const URL_PATHS = new Set(['req.url', 'res.headers.location']);
+
 /** JSON logs; credentials are redacted wherever they could appear. */
 export function createLogger(level: LogLevel): Logger {
   return pino({
@@ -9,8 +18,10 @@ export function createLogger(level: LogLevel): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
       paths: [
+        'req.url',
         'req.headers.authorization',
         'req.headers.cookie',
+        'res.headers.location',
         'res.headers["set-cookie"]',
         '*.password',
         '*.access_token',
@@ -18,7 +29,10 @@ export function createLogger(level: LogLevel): Logger {
         '*.refresh_token',
         '*.code_verifier',
       ],
-      censor: '[redacted]',
+      censor: (value: unknown, path: string[]) =>
+        URL_PATHS.has(path.join('.')) && typeof value === 'string'
+          ? value.replace(SECRET_PARAMS, `$1${CENSOR}`)
+          : CENSOR,
     },
   });
 }

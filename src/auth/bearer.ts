@@ -17,7 +17,7 @@ export interface TokenVerifier {
 }
 
 /** Reads a dotted claim path such as `realm_access.roles` (Keycloak). */
-function claimAt(payload: JWTPayload, path: string): unknown {
+export function claimAt(payload: JWTPayload, path: string): unknown {
   let value: unknown = payload;
   for (const part of path.split('.')) {
     if (value === null || typeof value !== 'object') return undefined;
@@ -26,7 +26,7 @@ function claimAt(payload: JWTPayload, path: string): unknown {
   return value;
 }
 
-function stringList(value: unknown): string[] {
+export function stringList(value: unknown): string[] {
   if (typeof value === 'string') return value.split(' ').filter(Boolean);
   if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
   return [];

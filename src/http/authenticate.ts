@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
-import { ANONYMOUS, type Principal } from '../domain/policy.js';
+import { ANONYMOUS, type Principal, type User } from '../domain/policy.js';
+import { readCookie } from './cookies.js';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -27,14 +28,33 @@ export type AuthFailure = (
   detail: string,
 ) => void;
 
+export interface AuthenticateOptions {
+  /** Browser sessions (GraphQL only; REST stays Bearer-only and omits this). */
+  readonly session?: {
+    readonly cookieName: string;
+    /** The session's user; null when unknown, idle too long, expired or revoked. */
+    lookup(id: string): Promise<User | null>;
+  };
+}
+
 /**
- * Resolves the caller from `Authorization: Bearer`. No credentials means anonymous; credentials
- * that fail verification end the request with 401, never a silent downgrade to anonymous.
+ * Resolves the caller from `Authorization: Bearer`, or else from a session cookie when sessions are enabled. No
+ * credentials means anonymous; credentials that fail verification end the request with 401, never a silent downgrade
+ * to anonymous. A Bearer header wins over a cookie: it is what the caller chose to send for this request.
  */
-export function authenticate(verifier: TokenVerifier, fail: AuthFailure) {
+export function authenticate(verifier: TokenVerifier, fail: AuthFailure, options: AuthenticateOptions = {}) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
     if (header === undefined) {
+      const sessionId = options.session && readCookie(req.headers.cookie, options.session.cookieName);
+      if (options.session && sessionId) {
+        const user = await options.session.lookup(sessionId);
+        if (!user) {
+          return fail(req, res, 401, bearerChallenge(), 'The session has expired or was signed out; sign in again.');
+        }
+        res.locals.principal = user;
+        return next();
+      }
       res.locals.principal = ANONYMOUS;
       return next();
     }

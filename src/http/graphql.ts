@@ -11,12 +11,14 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { GraphQLFormattedError } from 'graphql';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from '../auth/bearer.js';
+import type { SessionStore } from '../auth/sessions.js';
 import type { Config } from '../config.js';
 import { createContext, type Context } from '../context.js';
 import { DomainError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
 import { resolvers } from '../resolvers/index.js';
 import { authenticate } from './authenticate.js';
+import { authCookies, isForeignOrigin, trustedOrigins } from './cookies.js';
 import { depthLimit } from './depthLimit.js';
 import { graphqlEnvelope, mediaTypeFor, sendGraphqlError } from './graphqlEnvelope.js';
 import type { Metrics } from './metrics.js';
@@ -101,12 +103,22 @@ function protocolPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
   };
 }
 
+/** A browser opening /graphql gets the Sandbox page: nothing runs, so nothing can be forged (Apollo agrees). */
+function isLandingPageRequest(req: Request): boolean {
+  return (
+    req.method === 'GET' &&
+    req.query.query === undefined &&
+    req.query.extensions === undefined &&
+    req.accepts(['json', 'html']) === 'html'
+  );
+}
+
 /**
  * Apollo's own CSRF rule blocks every simple request, which would break plain GETs of public data.
  * It matters only when the browser attaches ambient credentials, i.e. a cookie, so that is when it applies.
  */
 function preventCookieCsrf(req: Request, res: Response, next: NextFunction) {
-  if (!req.headers.cookie) return next();
+  if (!req.headers.cookie || isLandingPageRequest(req)) return next();
   const contentType = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
   const simpleType =
     !contentType || ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'].includes(contentType);
@@ -121,6 +133,24 @@ function preventCookieCsrf(req: Request, res: Response, next: NextFunction) {
   );
 }
 
+/**
+ * The second half of cookie CSRF protection: a cookie-bearing request from a page of another origin is refused even
+ * when it could pass the preflight rule (a CORS misconfiguration, a same-site sibling). Browsers send Origin with
+ * every cross-origin request that could carry an operation.
+ */
+function refuseForeignOrigins(trusted: ReadonlySet<string>) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (!req.headers.cookie || !isForeignOrigin(req.headers.origin, trusted)) return next();
+    sendGraphqlError(
+      req,
+      res,
+      `Requests that carry a cookie are accepted only from ${[...trusted].join(', ')}.`,
+      'FORBIDDEN',
+      { status: 403 },
+    );
+  };
+}
+
 export async function createGraphqlRouter(deps: {
   config: Config;
   services: Services;
@@ -128,8 +158,10 @@ export async function createGraphqlRouter(deps: {
   metrics: Metrics;
   logger: Logger;
   cache?: KeyValueCache<string>;
+  /** Browser sessions: their cookie authenticates /graphql too. */
+  sessions?: SessionStore;
 }): Promise<{ router: express.Router; stop(): Promise<void> }> {
-  const { config, services, verifier, metrics, logger } = deps;
+  const { config, services, verifier, metrics, logger, sessions } = deps;
   const apollo = new ApolloServer<Context>({
     typeDefs: loadTypeDefs(),
     resolvers: resolvers as never,
@@ -166,12 +198,23 @@ export async function createGraphqlRouter(deps: {
   router.use(
     '/',
     preventCookieCsrf,
+    refuseForeignOrigins(trustedOrigins(config.publicUrl, config.corsOrigins)),
     ...graphqlEnvelope({ bodyLimit: '100kb' }),
-    authenticate(verifier, (req, res, status, challenge, detail) =>
-      sendGraphqlError(req, res, detail, status === 503 ? 'SERVICE_UNAVAILABLE' : 'UNAUTHENTICATED', {
-        status,
-        headers: { 'WWW-Authenticate': challenge },
-      }),
+    authenticate(
+      verifier,
+      (req, res, status, challenge, detail) =>
+        sendGraphqlError(req, res, detail, status === 503 ? 'SERVICE_UNAVAILABLE' : 'UNAUTHENTICATED', {
+          status,
+          headers: { 'WWW-Authenticate': challenge },
+        }),
+      sessions
+        ? {
+            session: {
+              cookieName: authCookies(config.publicUrl).session,
+              lookup: async (id) => (await sessions.touch(id))?.user ?? null,
+            },
+          }
+        : {},
     ),
     expressMiddleware(apollo, {
       context: async ({ req, res }) => createContext(services, res.locals.principal, String(req.id), req.log),

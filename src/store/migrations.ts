@@ -97,6 +97,39 @@ export const MIGRATIONS: readonly Migration[] = [
       create index idempotency_keys_created_idx on idempotency_keys (created_at);
     `,
   },
+  {
+    version: 4,
+    name: 'browser sessions',
+    sql: `
+      -- One row per browser sign-in in progress, found by the hash of the id in its short-lived cookie and
+      -- deleted when the callback uses it, so a replayed state finds nothing.
+      create table auth_login_attempts (
+        id_hash       text primary key,
+        state         text not null,
+        nonce         text not null,
+        code_verifier text not null,
+        return_to     text not null,
+        created_at    timestamptz not null default now(),
+        expires_at    timestamptz not null
+      );
+      create index auth_login_attempts_expires_idx on auth_login_attempts (expires_at);
+      -- Only the SHA-256 of a session id is stored: a copy of this table cannot be replayed as cookies.
+      create table auth_sessions (
+        id_hash      text primary key,
+        subject      text not null,
+        name         text,
+        email        text,
+        roles        jsonb not null default '[]',
+        scopes       jsonb not null default '[]',
+        id_token     text,
+        created_at   timestamptz not null default now(),
+        last_seen_at timestamptz not null default now(),
+        expires_at   timestamptz not null,
+        revoked_at   timestamptz
+      );
+      create index auth_sessions_expires_idx on auth_sessions (expires_at);
+    `,
+  },
 ];
 
 /** Applies pending migrations; an advisory lock keeps replicas starting together from racing. */

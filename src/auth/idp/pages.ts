@@ -111,11 +111,18 @@ export function loggedOutPage(clientName?: string): string {
   );
 }
 
-export function errorPage(opts: { title: string; message: string; detail?: string }): string {
+export function errorPage(opts: {
+  title: string;
+  message: string;
+  detail?: string;
+  /** A way on, such as "Sign in again". */
+  link?: { href: string; text: string };
+}): string {
   return layout(
     opts.title,
     `<h1>${escapeHtml(opts.title)}</h1>
 <p>${escapeHtml(opts.message)}</p>
-${opts.detail ? `<p><small>${escapeHtml(opts.detail)}</small></p>` : ''}`,
+${opts.detail ? `<p><small>${escapeHtml(opts.detail)}</small></p>` : ''}
+${opts.link ? `<p><a href="${escapeHtml(opts.link.href)}">${escapeHtml(opts.link.text)}</a></p>` : ''}`,
   );
 }

@@ -1,0 +1,118 @@
+/**
+ * A browser stand-in for HTTP-level tests of browser sign-in: one cookie jar per host (as browsers keep cookies
+ * regardless of port), manual redirects, and the embedded IdP's sign-in form filled in the way a person would.
+ */
+export class WebClient {
+  private readonly jars = new Map<string, Map<string, string>>();
+
+  cookie(url: string | URL, name: string): string | undefined {
+    return this.jars.get(new URL(url).hostname)?.get(name);
+  }
+
+  setCookie(url: string | URL, name: string, value: string): void {
+    this.jar(new URL(url)).set(name, value);
+  }
+
+  async get(url: string | URL, headers: Record<string, string> = {}): Promise<Response> {
+    return this.send(new URL(url), { method: 'GET', headers });
+  }
+
+  async post(url: string | URL, form: Record<string, string> = {}, headers: Record<string, string> = {}) {
+    return this.send(new URL(url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams(form),
+    });
+  }
+
+  /** POST /graphql with this browser's cookies, as a same-origin page script would. */
+  async graphql(appUrl: string, query: string, headers: Record<string, string> = {}) {
+    const res = await this.send(new URL('/graphql', appUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ query }),
+    });
+    const body = (await res.json()) as {
+      data?: Record<string, unknown> | null;
+      errors?: { message: string; extensions: { code: string } }[];
+    };
+    return { status: res.status, headers: res.headers, body };
+  }
+
+  private jar(url: URL): Map<string, string> {
+    let jar = this.jars.get(url.hostname);
+    if (!jar) this.jars.set(url.hostname, (jar = new Map()));
+    return jar;
+  }
+
+  private async send(
+    url: URL,
+    init: { method: string; headers: Record<string, string>; body?: string | URLSearchParams },
+  ) {
+    const jar = this.jar(url);
+    const headers = { ...init.headers };
+    if (jar.size && !('cookie' in headers)) headers.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const res = await fetch(url, { ...init, headers, redirect: 'manual' });
+    for (const line of res.headers.getSetCookie()) {
+      const [pair = '', ...attributes] = line.split(';');
+      const eq = pair.indexOf('=');
+      const name = pair.slice(0, eq).trim();
+      const expired = attributes.some((a) => /^\s*max-age\s*=\s*0\s*$/i.test(a));
+      if (expired) jar.delete(name);
+      else jar.set(name, pair.slice(eq + 1).trim());
+    }
+    return res;
+  }
+}
+
+export function location(res: Response): URL {
+  const value = res.headers.get('location');
+  if (!value) throw new Error(`expected a redirect from ${res.url}, got ${res.status}`);
+  return new URL(value, res.url);
+}
+
+function loginFormAction(html: string, pageUrl: string): URL {
+  const action = /<form method="post" action="([^"]+\/login)"/.exec(html)?.[1];
+  if (!action) throw new Error(`no sign-in form at ${pageUrl}`);
+  return new URL(action.replace(/&amp;/g, '&'), pageUrl);
+}
+
+/** GET /auth/login; returns the authorization URL it redirects to. */
+export async function startLogin(browser: WebClient, appUrl: string, returnTo?: string): Promise<URL> {
+  const query = returnTo === undefined ? '' : `?returnTo=${encodeURIComponent(returnTo)}`;
+  const res = await browser.get(`${appUrl}/auth/login${query}`);
+  if (res.status !== 302) throw new Error(`/auth/login answered ${res.status}: ${await res.text()}`);
+  return location(res);
+}
+
+/**
+ * Follows the authorization request through the IdP, submitting its sign-in form (or, with `cancel`, its abort
+ * action), and returns the redirect back to the app's callback without requesting it.
+ */
+export async function signInAtIdp(
+  browser: WebClient,
+  authorizationUrl: URL,
+  user: string,
+  opts: { cancel?: boolean } = {},
+): Promise<URL> {
+  let res = await browser.get(authorizationUrl);
+  for (let step = 0; step < 10; step++) {
+    if (res.status === 200) {
+      const action = loginFormAction(await res.text(), res.url);
+      res = opts.cancel
+        ? await browser.post(new URL(action.href.replace(/\/login$/, '/abort')))
+        : await browser.post(action, { username: user, password: user });
+      continue;
+    }
+    const next = location(res);
+    if (next.pathname === '/auth/callback') return next;
+    res = await browser.get(next);
+  }
+  throw new Error('too many steps at the IdP');
+}
+
+/** The whole sign-in: /auth/login → IdP → the callback's response (a 303 with the session cookie when it works). */
+export async function signIn(browser: WebClient, appUrl: string, user: string, returnTo?: string) {
+  const callback = await signInAtIdp(browser, await startLogin(browser, appUrl, returnTo), user);
+  return { callback, response: await browser.get(callback) };
+}

@@ -1,0 +1,160 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import type { User } from '../domain/policy.js';
+import type { Queryable } from '../store/db.js';
+
+/** A session unused for this long ends (OWASP ASVS 3.3.2). */
+export const IDLE_TIMEOUT_SECONDS = 30 * 60;
+/** A session ends this long after sign-in, however active, so a stolen cookie does not live forever. */
+export const ABSOLUTE_TIMEOUT_SECONDS = 12 * 60 * 60;
+/** Time a person has to sign in at the identity provider. */
+export const LOGIN_ATTEMPT_SECONDS = 10 * 60;
+
+/** 256 bits from the CSPRNG; the cookie carries it, the database only its hash. */
+function newId(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+const ID_SHAPE = /^[A-Za-z0-9_-]{43}$/;
+
+function hashId(id: string): string {
+  return createHash('sha256').update(id).digest('base64url');
+}
+
+export interface LoginAttempt {
+  readonly state: string;
+  readonly nonce: string;
+  readonly codeVerifier: string;
+  readonly returnTo: string;
+}
+
+export interface NewSession {
+  readonly subject: string;
+  readonly name?: string;
+  readonly email?: string;
+  readonly roles: readonly string[];
+  readonly scopes: readonly string[];
+  /** Kept only to send as `id_token_hint` when signing out at the identity provider. */
+  readonly idToken?: string;
+}
+
+export interface Session {
+  readonly user: User;
+  readonly expiresAt: Date;
+}
+
+const AttemptRow = z.object({
+  state: z.string(),
+  nonce: z.string(),
+  code_verifier: z.string(),
+  return_to: z.string(),
+});
+
+const SessionRow = z.object({
+  subject: z.string(),
+  name: z.string().nullable(),
+  email: z.string().nullable(),
+  roles: z.array(z.string()),
+  scopes: z.array(z.string()),
+  expires_at: z.coerce.date(),
+});
+
+function toSession(row: unknown): Session {
+  const r = SessionRow.parse(row);
+  return {
+    user: {
+      kind: 'user',
+      subject: r.subject,
+      scopes: new Set(r.scopes),
+      roles: new Set(r.roles),
+      ...(r.name ? { name: r.name } : {}),
+      ...(r.email ? { email: r.email } : {}),
+    },
+    expiresAt: r.expires_at,
+  };
+}
+
+/**
+ * Server-side state of browser sign-in, in PostgreSQL so that every replica sees a session (and its revocation)
+ * at once. Times come from the database clock, the one clock all replicas share.
+ */
+export function createSessionStore(db: Queryable) {
+  return {
+    /** Stores a sign-in in progress; the returned id goes into the short-lived login cookie. */
+    async saveLoginAttempt(attempt: LoginAttempt): Promise<string> {
+      const id = newId();
+      // Sign-ins are rare next to requests, so they clear away what has expired instead of a timer.
+      await db.query(`delete from auth_login_attempts where expires_at <= now()`);
+      await db.query(
+        `insert into auth_login_attempts (id_hash, state, nonce, code_verifier, return_to, expires_at)
+         values ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))`,
+        [hashId(id), attempt.state, attempt.nonce, attempt.codeVerifier, attempt.returnTo, LOGIN_ATTEMPT_SECONDS],
+      );
+      return id;
+    },
+
+    /** Single use: the attempt is deleted as it is read, so a second callback with the same state finds nothing. */
+    async takeLoginAttempt(id: string): Promise<LoginAttempt | null> {
+      if (!ID_SHAPE.test(id)) return null;
+      const [row] = await db.query(
+        `delete from auth_login_attempts where id_hash = $1
+         returning state, nonce, code_verifier, return_to, expires_at > now() as live`,
+        [hashId(id)],
+      );
+      if (!row || row.live !== true) return null;
+      const r = AttemptRow.parse(row);
+      return { state: r.state, nonce: r.nonce, codeVerifier: r.code_verifier, returnTo: r.return_to };
+    },
+
+    /** A fresh id for every sign-in: an id known before sign-in (session fixation) is never promoted. */
+    async create(session: NewSession): Promise<{ id: string } & Session> {
+      const id = newId();
+      await db.query(`delete from auth_sessions where expires_at <= now()`);
+      const [row] = await db.query(
+        `insert into auth_sessions (id_hash, subject, name, email, roles, scopes, id_token, expires_at)
+         values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, now() + make_interval(secs => $8))
+         returning subject, name, email, roles, scopes, expires_at`,
+        [
+          hashId(id),
+          session.subject,
+          session.name ?? null,
+          session.email ?? null,
+          JSON.stringify(session.roles),
+          JSON.stringify(session.scopes),
+          session.idToken ?? null,
+          ABSOLUTE_TIMEOUT_SECONDS,
+        ],
+      );
+      return { id, ...toSession(row) };
+    },
+
+    /** The live session with this id, its idle clock restarted; null when unknown, idle too long, expired or revoked. */
+    async touch(id: string): Promise<Session | null> {
+      if (!ID_SHAPE.test(id)) return null;
+      const [row] = await db.query(
+        `update auth_sessions set last_seen_at = now()
+         where id_hash = $1 and revoked_at is null and expires_at > now()
+           and last_seen_at > now() - make_interval(secs => $2)
+         returning subject, name, email, roles, scopes, expires_at`,
+        [hashId(id), IDLE_TIMEOUT_SECONDS],
+      );
+      return row ? toSession(row) : null;
+    },
+
+    /** Ends the session for every replica at once; returns its ID token for the identity provider's logout. */
+    async revoke(id: string): Promise<{ idToken?: string } | null> {
+      if (!ID_SHAPE.test(id)) return null;
+      const [row] = await db.query<{ id_token: string | null }>(
+        `update auth_sessions s set revoked_at = now(), id_token = null
+         from (select id_hash, id_token from auth_sessions where id_hash = $1) old
+         where s.id_hash = old.id_hash and s.revoked_at is null
+         returning old.id_token`,
+        [hashId(id)],
+      );
+      if (!row) return null;
+      return row.id_token ? { idToken: row.id_token } : {};
+    },
+  };
+}
+
+export type SessionStore = ReturnType<typeof createSessionStore>;
