@@ -12,11 +12,16 @@ import { createSessionStore } from './auth/sessions.js';
 import type { Config } from './config.js';
 import { createServices } from './domain/services.js';
 import { createAuthRouter } from './http/authRoutes.js';
+import { authCookies, trustedOrigins } from './http/cookies.js';
 import { createGraphqlRouter } from './http/graphql.js';
 import { createMetrics, recordRequests } from './http/metrics.js';
 import { problemPage, sendProblem } from './http/problems.js';
 import { createRestRouter } from './http/rest/index.js';
+import { buildSchema } from './http/schema.js';
+import { createSseRouter } from './http/sse.js';
+import { createWebSocketServer } from './http/subscriptions.js';
 import type { Database } from './store/db.js';
+import { createEventBus } from './store/eventBus.js';
 import { RedisKeyValueCache } from './store/redis.js';
 
 export interface AppDeps {
@@ -37,7 +42,9 @@ function redactQuery(url: string | undefined): string | undefined {
 export async function createApp({ config, db, logger, redis }: AppDeps) {
   const metrics = createMetrics();
   db.onStatement = () => metrics.sqlStatements.inc();
-  const services = createServices(db);
+  const bus = await createEventBus({ db, logger, ...(redis ? { redis } : {}) });
+  const services = createServices(db, bus);
+  const schema = buildSchema();
 
   const idp = config.oidc.issuer
     ? null
@@ -60,6 +67,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   const sessions = createSessionStore(db);
   const authRouter = createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier) });
   const graphql = await createGraphqlRouter({
+    schema,
     config,
     services,
     verifier,
@@ -67,6 +75,19 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     logger,
     sessions,
     ...(redis ? { cache: new RedisKeyValueCache(redis, 'orders-api:apq:') } : {}),
+  });
+
+  const sessionAuth = {
+    cookieName: authCookies(config.publicUrl).session,
+    lookup: async (id: string) => (await sessions.touch(id))?.user ?? null,
+  };
+  const sse = createSseRouter({
+    schema,
+    services,
+    verifier,
+    logger,
+    session: sessionAuth,
+    trustedOrigins: trustedOrigins(config.publicUrl, config.corsOrigins),
   });
 
   let draining = false;
@@ -126,6 +147,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
 
   if (idp) app.use('/idp', idp.router);
   app.use('/auth', authRouter);
+  app.use('/graphql/stream', sse.router);
   app.use('/graphql', graphql.router);
   app.use('/v1', createRestRouter({ services, verifier }));
   app.get('/problems/:slug', (req, res, next) => {
@@ -149,6 +171,18 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     services,
     metrics,
     issuer,
+    /** WebSocket subscriptions share the /graphql path with HTTP. */
+    websockets: createWebSocketServer({
+      schema,
+      services,
+      verifier,
+      logger,
+      sessions: {
+        store: sessions,
+        cookieName: authCookies(config.publicUrl).session,
+        trustedOrigins: trustedOrigins(config.publicUrl, config.corsOrigins),
+      },
+    }),
     /** Readiness turns false first, so the load balancer stops sending before sockets close. */
     startDraining() {
       draining = true;
@@ -156,6 +190,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     async close() {
       await graphql.stop();
       await idp?.close();
+      sse.close();
+      await bus.close();
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Loaders } from './domain/loaders.js';
+import type { StreamOptions } from './domain/subscriptions.js';
 import type { Principal } from './domain/policy.js';
 import type { Services } from './domain/services.js';
 
@@ -7,11 +8,22 @@ import type { Services } from './domain/services.js';
 export interface Context {
   readonly principal: Principal;
   readonly services: Services;
-  readonly loaders: Loaders;
+  /** Per request; a subscription swaps in fresh ones for every event it delivers. */
+  loaders: Loaders;
+  /** Set by streaming transports: how a subscription ends its subscriber. */
+  readonly stream?: StreamOptions;
+  /** The outbox id of the event a subscription is delivering now, sent as `extensions.eventId`. */
+  eventId?: string;
   readonly requestId: string;
   readonly log: Logger;
 }
 
-export function createContext(services: Services, principal: Principal, requestId: string, log: Logger): Context {
-  return { principal, services, loaders: services.loaders(), requestId, log };
+export function createContext(
+  services: Services,
+  principal: Principal,
+  requestId: string,
+  log: Logger,
+  stream?: StreamOptions,
+): Context {
+  return { principal, services, loaders: services.loaders(), requestId, log, ...(stream ? { stream } : {}) };
 }

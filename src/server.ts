@@ -78,6 +78,11 @@ export async function startServer(
     throw error;
   }
   handler = app.app;
+  server.on('upgrade', (req, socket, head) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path === '/graphql' && !draining) return app.websockets.handleUpgrade(req, socket, head);
+    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+  });
 
   let closing: Promise<void> | null = null;
   return {
@@ -89,6 +94,8 @@ export async function startServer(
         app.startDraining();
         draining = true;
         for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+        // Upgraded sockets are no longer the HTTP server's: subscribers are told we are going away (1001).
+        await app.websockets.close();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         const timer = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);

@@ -85,6 +85,7 @@ export function createTokenVerifier(opts: {
         roles: new Set(stringList(claimAt(payload, opts.rolesClaim))),
         ...(name ? { name } : {}),
         ...(email ? { email } : {}),
+        expiresAt: payload.exp! * 1000,
       };
     },
   };

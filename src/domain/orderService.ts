@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Database } from '../store/db.js';
+import type { Database, Queryable } from '../store/db.js';
 import { customersByIds } from '../store/customers.js';
+import { appendEvent, type StoredEvent } from '../store/events.js';
 import { claimKey, findKey, saveKey } from '../store/idempotency.js';
 import {
   deleteOrder,
@@ -15,6 +16,7 @@ import {
 import type { Catalogue } from './catalogue.js';
 import type { CustomerService } from './customers.js';
 import { DomainError, invalidInput, notFound, preconditionFailed } from './errors.js';
+import type { EventSink } from './events.js';
 import { ID_PATTERN, newId } from './ids.js';
 import type { Loaders } from './loaders.js';
 import {
@@ -63,8 +65,24 @@ function fingerprint(input: CreateOrderInput): string {
   return createHash('sha256').update(canonical).digest('base64url');
 }
 
-export function createOrderService(deps: { db: Database; catalogue: Catalogue; customers: CustomerService }) {
+export function createOrderService(deps: {
+  db: Database;
+  catalogue: Catalogue;
+  customers: CustomerService;
+  /** Told of each change after its transaction commits: the one place events leave the domain. */
+  onEvent: EventSink;
+}) {
   const { db, catalogue, customers } = deps;
+
+  /** Runs a write and its event in one transaction, then publishes the event once committed. */
+  async function withEvent<T>(
+    work: (tx: Queryable) => Promise<{ value: T; event: StoredEvent } | null>,
+  ): Promise<T | null> {
+    const done = await db.transaction(work);
+    if (!done) return null;
+    deps.onEvent(done.event);
+    return done.value;
+  }
 
   /** Someone else's order is reported exactly like a missing one. */
   async function visibleOrder(user: User, id: string): Promise<Order | null> {
@@ -113,7 +131,10 @@ export function createOrderService(deps: { db: Database; catalogue: Catalogue; c
         throw new DomainError('FORBIDDEN', 'Customers may only cancel their own pending orders.');
       }
       assertTransition(order.status, status);
-      return updateOrderStatus(db, id, status as OrderStatus, order.version);
+      return withEvent(async (tx) => {
+        const updated = await updateOrderStatus(tx, id, status as OrderStatus, order.version);
+        return updated && { value: updated, event: await appendEvent(tx, 'updated', updated) };
+      });
     });
   }
 
@@ -213,38 +234,39 @@ export function createOrderService(deps: { db: Database; catalogue: Catalogue; c
         createdAt: now,
         updatedAt: now,
       };
-      const result = await db.transaction(
-        async (tx): Promise<CreateResult | { replayOf: string; response: unknown }> => {
-          if (key !== undefined) {
-            if (!(await claimKey(tx, user.subject, key))) {
+      type Outcome = (CreateResult & { replayed: false; event: StoredEvent }) | { replayOf: string; response: unknown };
+      const result = await db.transaction(async (tx): Promise<Outcome> => {
+        if (key !== undefined) {
+          if (!(await claimKey(tx, user.subject, key))) {
+            throw new DomainError(
+              'IDEMPOTENCY_KEY_IN_USE',
+              'A request with this Idempotency-Key is still being processed; retry after it completes.',
+            );
+          }
+          const previous = await findKey(tx, user.subject, key);
+          if (previous) {
+            if (previous.fingerprint !== fingerprint(input)) {
               throw new DomainError(
-                'IDEMPOTENCY_KEY_IN_USE',
-                'A request with this Idempotency-Key is still being processed; retry after it completes.',
+                'IDEMPOTENCY_KEY_REUSED',
+                'This Idempotency-Key was already used with a different request; use a new key.',
               );
             }
-            const previous = await findKey(tx, user.subject, key);
-            if (previous) {
-              if (previous.fingerprint !== fingerprint(input)) {
-                throw new DomainError(
-                  'IDEMPOTENCY_KEY_REUSED',
-                  'This Idempotency-Key was already used with a different request; use a new key.',
-                );
-              }
-              return { replayOf: previous.orderId, response: previous.response };
-            }
+            return { replayOf: previous.orderId, response: previous.response };
           }
-          const items = await insertOrder(tx, order, priced.lines);
-          const response = opts.response?.({ order, items }) ?? null;
-          if (key !== undefined) {
-            await saveKey(tx, user.subject, key, { fingerprint: fingerprint(input), orderId: order.id, response });
-          }
-          return { replayed: false, order, items, response };
-        },
-      );
+        }
+        const items = await insertOrder(tx, order, priced.lines);
+        const response = opts.response?.({ order, items }) ?? null;
+        if (key !== undefined) {
+          await saveKey(tx, user.subject, key, { fingerprint: fingerprint(input), orderId: order.id, response });
+        }
+        return { replayed: false, order, items, response, event: await appendEvent(tx, 'created', order) };
+      });
       if ('replayOf' in result) {
         return { replayed: true, order: await visibleOrder(user, result.replayOf), response: result.response };
       }
-      return result;
+      const { event, ...created } = result;
+      deps.onEvent(event);
+      return created;
     },
 
     changeStatus,
@@ -266,7 +288,10 @@ export function createOrderService(deps: { db: Database; catalogue: Catalogue; c
         if (order.status !== 'pending') {
           throw new DomainError('NOT_EDITABLE', `The order is ${order.status}; only pending orders can be changed.`);
         }
-        return db.transaction((tx) => replaceOrderItems(tx, id, order.version, priced.lines, priced.totalCents));
+        return withEvent(async (tx) => {
+          const replaced = await replaceOrderItems(tx, id, order.version, priced.lines, priced.totalCents);
+          return replaced && { value: replaced, event: await appendEvent(tx, 'updated', replaced.order) };
+        });
       });
     },
 
@@ -275,7 +300,11 @@ export function createOrderService(deps: { db: Database; catalogue: Catalogue; c
       const user = requireScope(principal, SCOPES.write);
       await writeVisible(user, id, opts, async (order) => {
         if (!isStaff(user)) throw new DomainError('FORBIDDEN', 'Only staff may delete orders.');
-        return (await deleteOrder(db, id, order.version)) ? true : null;
+        return withEvent(async (tx) =>
+          (await deleteOrder(tx, id, order.version))
+            ? { value: true, event: await appendEvent(tx, 'deleted', order) }
+            : null,
+        );
       });
     },
   };

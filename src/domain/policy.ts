@@ -10,6 +10,8 @@ export type Principal =
       readonly roles: ReadonlySet<string>;
       readonly name?: string;
       readonly email?: string;
+      /** When the credential stops being valid (ms since the epoch); long-lived streams end then. */
+      readonly expiresAt?: number;
     };
 
 export type User = Extract<Principal, { kind: 'user' }>;

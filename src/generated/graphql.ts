@@ -190,6 +190,29 @@ export type QueryRecentOrdersArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
 };
 
+/**
+ * Streams of order changes, over WebSocket (graphql-ws, on /graphql) or server-sent events. Each
+ * event is delivered after the change has committed, to subscribers allowed to see the order: its
+ * customer and staff. Needs the `orders:read` scope.
+ */
+export type Subscription = {
+  __typename?: 'Subscription';
+  /** Orders as they are placed, among those the subscriber may see. */
+  orderCreated: Order;
+  /** Changes to one order (`id`), or to every order the subscriber may see: the order as it is after the change. */
+  orderUpdated: Order;
+};
+
+
+/**
+ * Streams of order changes, over WebSocket (graphql-ws, on /graphql) or server-sent events. Each
+ * event is delivered after the change has committed, to subscribers allowed to see the order: its
+ * customer and staff. Needs the `orders:read` scope.
+ */
+export type SubscriptionOrderUpdatedArgs = {
+  id?: InputMaybe<Scalars['ID']['input']>;
+};
+
 /** The authenticated caller. */
 export type Viewer = {
   __typename?: 'Viewer';
@@ -290,6 +313,7 @@ export type ResolversTypes = {
   Product: ResolverTypeWrapper<ProductModel>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
+  Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Viewer: ResolverTypeWrapper<UserModel>;
 };
 
@@ -308,6 +332,7 @@ export type ResolversParentTypes = {
   Product: ProductModel;
   Query: Record<PropertyKey, never>;
   String: Scalars['String']['output'];
+  Subscription: Record<PropertyKey, never>;
   Viewer: UserModel;
 };
 
@@ -370,6 +395,11 @@ export type QueryResolvers<ContextType = Context, ParentType extends ResolversPa
   viewer?: Resolver<Maybe<ResolversTypes['Viewer']>, ParentType, ContextType>;
 };
 
+export type SubscriptionResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
+  orderCreated?: SubscriptionResolver<ResolversTypes['Order'], "orderCreated", ParentType, ContextType>;
+  orderUpdated?: SubscriptionResolver<ResolversTypes['Order'], "orderUpdated", ParentType, ContextType, Partial<SubscriptionOrderUpdatedArgs>>;
+};
+
 export type ViewerResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Viewer'] = ResolversParentTypes['Viewer']> = {
   customer?: Resolver<Maybe<ResolversTypes['Customer']>, ParentType, ContextType>;
   roles?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
@@ -385,6 +415,7 @@ export type Resolvers<ContextType = Context> = {
   OrderItem?: OrderItemResolvers<ContextType>;
   Product?: ProductResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
+  Subscription?: SubscriptionResolvers<ContextType>;
   Viewer?: ViewerResolvers<ContextType>;
 };
 

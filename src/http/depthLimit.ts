@@ -7,6 +7,9 @@ import {
   type ValidationContext,
 } from 'graphql';
 
+/** How deep any operation may nest, on every transport. */
+export const MAX_DEPTH = 12;
+
 /**
  * Rejects operations nested deeper than `max` fields. The schema has cycles
  * (Order → Customer → orders → …), so without a bound one request could fan out without end.

@@ -1,6 +1,3 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
@@ -8,73 +5,19 @@ import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin
 import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
 import { expressMiddleware } from '@as-integrations/express5';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { GraphQLFormattedError } from 'graphql';
+import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from '../auth/bearer.js';
 import type { SessionStore } from '../auth/sessions.js';
 import type { Config } from '../config.js';
 import { createContext, type Context } from '../context.js';
-import { DomainError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
-import { resolvers } from '../resolvers/index.js';
 import { authenticate } from './authenticate.js';
 import { authCookies, isForeignOrigin, trustedOrigins } from './cookies.js';
-import { depthLimit } from './depthLimit.js';
+import { depthLimit, MAX_DEPTH } from './depthLimit.js';
 import { graphqlEnvelope, mediaTypeFor, sendGraphqlError } from './graphqlEnvelope.js';
+import { formatError, isUnexpected } from './graphqlErrors.js';
 import type { Metrics } from './metrics.js';
-
-/** Codes that describe the client's request and may be shown as they are. */
-const CLIENT_CODES = new Set([
-  'GRAPHQL_PARSE_FAILED',
-  'GRAPHQL_VALIDATION_FAILED',
-  'BAD_USER_INPUT',
-  'BAD_REQUEST',
-  'OPERATION_RESOLUTION_FAILURE',
-  'PERSISTED_QUERY_NOT_FOUND',
-  'PERSISTED_QUERY_NOT_SUPPORTED',
-]);
-
-const MAX_DEPTH = 12;
-
-function loadTypeDefs(): string {
-  // Works from src/ under tsx and from dist/src/ after compiling.
-  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
-    const candidate = join(dir, 'schema.graphql');
-    if (existsSync(candidate)) return readFileSync(candidate, 'utf8');
-  }
-  throw new Error('schema.graphql not found');
-}
-
-/** Unexpected errors are masked: the client gets a code and the request id, the log gets the rest. */
-function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
-  const original = unwrapResolverError(error);
-  const where = {
-    ...(formatted.locations ? { locations: formatted.locations } : {}),
-    ...(formatted.path ? { path: formatted.path } : {}),
-  };
-  if (original instanceof DomainError) {
-    return {
-      message: original.message,
-      ...where,
-      extensions: {
-        code: original.code,
-        ...(original.details.invalid ? { invalid: original.details.invalid } : {}),
-      },
-    };
-  }
-  const code = formatted.extensions?.code;
-  if (typeof code === 'string' && CLIENT_CODES.has(code)) {
-    return { message: formatted.message, ...where, extensions: { code } };
-  }
-  return { message: 'Internal server error', ...where, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
-}
-
-function isUnexpected(error: unknown): boolean {
-  const original = unwrapResolverError(error);
-  if (original instanceof DomainError) return false;
-  const code = (error as { extensions?: { code?: unknown } }).extensions?.code;
-  return !(typeof code === 'string' && CLIENT_CODES.has(code));
-}
 
 function protocolPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
   return {
@@ -152,6 +95,7 @@ function refuseForeignOrigins(trusted: ReadonlySet<string>) {
 }
 
 export async function createGraphqlRouter(deps: {
+  schema: GraphQLSchema;
   config: Config;
   services: Services;
   verifier: TokenVerifier;
@@ -163,8 +107,7 @@ export async function createGraphqlRouter(deps: {
 }): Promise<{ router: express.Router; stop(): Promise<void> }> {
   const { config, services, verifier, metrics, logger, sessions } = deps;
   const apollo = new ApolloServer<Context>({
-    typeDefs: loadTypeDefs(),
-    resolvers: resolvers as never,
+    schema: deps.schema,
     introspection: !config.isProduction,
     hideSchemaDetailsFromClientErrors: config.isProduction,
     includeStacktraceInErrorResponses: false,

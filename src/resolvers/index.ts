@@ -5,6 +5,7 @@ import { Mutation } from './Mutation.js';
 import { Order } from './Order.js';
 import { OrderItem } from './OrderItem.js';
 import { Query } from './Query.js';
+import { Subscription } from './Subscription.js';
 import { Viewer } from './Viewer.js';
 
-export const resolvers: Resolvers = { Query, Mutation, Order, OrderItem, Customer, Viewer, DateTime };
+export const resolvers: Resolvers = { Query, Mutation, Subscription, Order, OrderItem, Customer, Viewer, DateTime };

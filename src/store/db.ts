@@ -7,6 +7,8 @@ export interface Queryable {
 
 export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite';
+  /** Names this database among others, so cross-replica channels of different databases never mix. */
+  readonly identity: string;
   /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   ping(): Promise<void>;

@@ -130,6 +130,24 @@ export const MIGRATIONS: readonly Migration[] = [
       create index auth_sessions_expires_idx on auth_sessions (expires_at);
     `,
   },
+  {
+    version: 5,
+    name: 'order events',
+    sql: `
+      -- The outbox of order changes, written in the transaction of the change. Ids are handed out
+      -- under a lock held until commit, so they are in commit order: a reader that has seen id N
+      -- will never later find a committed event below N (subscribers resume without gaps).
+      create table order_events (
+        id          bigint generated always as identity primary key,
+        kind        text not null check (kind in ('created', 'updated', 'deleted')),
+        order_id    text not null,
+        customer_id text not null,
+        payload     jsonb not null,
+        created_at  timestamptz not null default now()
+      );
+      create index order_events_created_idx on order_events (created_at);
+    `,
+  },
 ];
 
 /** Applies pending migrations; an advisory lock keeps replicas starting together from racing. */

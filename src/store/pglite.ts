@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Database, Queryable } from './db.js';
@@ -10,6 +11,8 @@ export async function openPglite(dataDir: string | 'memory'): Promise<Database> 
 
   const db: Database = {
     kind: 'pglite',
+    // An embedded database belongs to this process alone.
+    identity: randomUUID(),
     async query<R>(sql: string, params?: readonly unknown[]) {
       db.onStatement?.();
       const result = await pglite.query<R>(sql, params as unknown[] | undefined);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Database, Queryable } from './db.js';
 
@@ -22,8 +23,13 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
   // An idle client that loses its connection emits here; without a listener the process would crash.
   pool.on('error', () => undefined);
 
+  const server = new URL(url);
   const db: Database = {
     kind: 'postgres',
+    identity: createHash('sha256')
+      .update(`${server.host}${server.pathname}#${schema ?? 'public'}`)
+      .digest('hex')
+      .slice(0, 16),
     async query<R>(sql: string, params?: readonly unknown[]) {
       db.onStatement?.();
       const result = await pool.query(sql, params as unknown[] | undefined);

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { createClient } from 'graphql-sse';
+import { rest } from '../helpers/openapi.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+interface Event {
+  data?: { orderUpdated?: { id: string; status: string } };
+  extensions?: { eventId?: string };
+  errors?: { extensions?: { code?: string } }[];
+}
+
+/** Collects what one graphql-sse subscription delivers; `next(n)` waits for the n-th event. */
+function listen(url: string, token: string, opts: { singleConnection?: boolean; lastEventId?: string } = {}) {
+  const client = createClient({
+    url: `${url}/graphql/stream`,
+    singleConnection: opts.singleConnection ?? false,
+    retryAttempts: 0,
+    headers: { authorization: `Bearer ${token}`, ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
+  });
+  const received: Event[] = [];
+  const waiters: { n: number; resolve: () => void }[] = [];
+  const dispose = client.subscribe<Event['data']>(
+    { query: 'subscription { orderUpdated { id status } }' },
+    {
+      next: (value) => {
+        received.push(value as Event);
+        for (const w of waiters.filter((w) => received.length >= w.n)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve();
+        }
+      },
+      error: (error) => received.push({ errors: [{ extensions: { code: String(error) } }] }),
+      complete: () => undefined,
+    },
+  );
+  return {
+    received,
+    next: (n: number) =>
+      received.length >= n ? Promise.resolve() : new Promise<void>((r) => waiters.push({ n, resolve: r })),
+    close: () => {
+      dispose();
+      client.dispose();
+    },
+  };
+}
+
+describe('subscriptions over server-sent events (graphql-sse)', () => {
+  let a: TestServer;
+  let b: TestServer;
+  let alice: string;
+  let carol: string;
+  before(async () => {
+    a = await startTestServer();
+    b = await startTestServer({ OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
+    [alice, carol] = await Promise.all([a.token('alice'), a.token('carol')]);
+  });
+  after(async () => {
+    await b.close();
+    await a.close();
+  });
+
+  const place = async () => {
+    const res = await rest(a.url, 'POST', '/orders', {
+      token: alice,
+      body: { items: [{ sku: 'TB-017', qty: 1 }] },
+      headers: { 'idempotency-key': randomUUID() },
+    });
+    return { id: res.json<{ id: string }>().id, etag: res.headers.get('etag')! };
+  };
+  const setStatus = async (server: TestServer, id: string, status: string) => {
+    const res = await rest(server.url, 'PATCH', `/orders/${id}`, {
+      token: carol,
+      body: { status },
+      headers: { 'if-match': '*' },
+    });
+    assert.equal(res.status, 200, res.text);
+  };
+
+  test('after a drop, Last-Event-ID on the other instance replays exactly the missed events, then live ones', async () => {
+    const [first, second] = await Promise.all([place(), place()]);
+    const before = listen(a.url, alice);
+    await new Promise((r) => setTimeout(r, 300));
+    await setStatus(a, first.id, 'paid');
+    await before.next(1);
+    const seen = before.received[0]!;
+    assert.deepEqual(seen.data, { orderUpdated: { id: first.id, status: 'paid' } });
+    assert.match(seen.extensions!.eventId!, /^\d+$/);
+    before.close();
+
+    // Three changes while disconnected, made on both instances.
+    await setStatus(a, first.id, 'shipped');
+    await setStatus(b, second.id, 'paid');
+    await setStatus(a, first.id, 'delivered');
+
+    const resumed = listen(b.url, alice, { lastEventId: seen.extensions!.eventId! });
+    await resumed.next(3);
+    assert.deepEqual(
+      resumed.received.map((e) => e.data?.orderUpdated),
+      [
+        { id: first.id, status: 'shipped' },
+        { id: second.id, status: 'paid' },
+        { id: first.id, status: 'delivered' },
+      ],
+    );
+    const ids = resumed.received.map((e) => BigInt(e.extensions!.eventId!));
+    assert.ok(
+      ids.every((id, i) => i === 0 || id > ids[i - 1]!),
+      'ids increase',
+    );
+
+    await setStatus(a, second.id, 'shipped');
+    await resumed.next(4);
+    assert.deepEqual(resumed.received[3]!.data, { orderUpdated: { id: second.id, status: 'shipped' } });
+    assert.equal(resumed.received.length, 4, 'no duplicates');
+    resumed.close();
+  });
+
+  test('the single-connection mode delivers events too', async () => {
+    const order = await place();
+    const stream = listen(a.url, alice, { singleConnection: true });
+    await new Promise((r) => setTimeout(r, 300));
+    await setStatus(a, order.id, 'cancelled');
+    await stream.next(1);
+    assert.deepEqual(stream.received[0]!.data, { orderUpdated: { id: order.id, status: 'cancelled' } });
+    stream.close();
+  });
+
+  test('an invalid token is refused with 401 before any stream opens', async () => {
+    const res = await fetch(`${a.url}/graphql/stream`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        authorization: `Bearer ${alice}x`,
+      },
+      body: JSON.stringify({ query: 'subscription { orderCreated { id } }' }),
+    });
+    assert.equal(res.status, 401);
+    assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+  });
+});
