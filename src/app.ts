@@ -32,12 +32,6 @@ export interface AppDeps {
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
-const SECRET_PARAMS = /([?&](?:code|state|session_state|id_token_hint|access_token|token|refresh_token)=)[^&]*/gi;
-
-function redactQuery(url: string | undefined): string | undefined {
-  return url?.replace(SECRET_PARAMS, '$1[redacted]');
-}
-
 /** Builds the whole HTTP application without listening, so tests and main share it. */
 export async function createApp({ config, db, logger, redis }: AppDeps) {
   const metrics = createMetrics();
@@ -106,10 +100,6 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
         return id;
       },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
-      // Authorization codes, state and tokens can arrive in query strings; they never reach the log.
-      serializers: {
-        req: (req: { url?: string; query?: unknown }) => ({ ...req, url: redactQuery(req.url), query: undefined }),
-      },
       autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics' },
     }),
   );

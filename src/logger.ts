@@ -19,6 +19,8 @@ export function createLogger(level: LogLevel): Logger {
     redact: {
       paths: [
         'req.url',
+        // The parsed query string repeats what req.url carries, unredacted.
+        'req.query',
         'req.headers.authorization',
         'req.headers.cookie',
         'res.headers.location',
