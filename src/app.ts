@@ -60,6 +60,11 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   });
   const sessions = createSessionStore(db);
   const authRouter = createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier) });
+  // The session cookie authenticates GraphQL on every transport (REST stays Bearer-only).
+  const sessionAuth = {
+    cookieName: authCookies(config.publicUrl).session,
+    lookup: async (id: string) => (await sessions.touch(id))?.user ?? null,
+  };
   const graphql = await createGraphqlRouter({
     schema,
     config,
@@ -67,14 +72,10 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     verifier,
     metrics,
     logger,
-    sessions,
+    session: sessionAuth,
     ...(redis ? { cache: new RedisKeyValueCache(redis, 'orders-api:apq:') } : {}),
   });
 
-  const sessionAuth = {
-    cookieName: authCookies(config.publicUrl).session,
-    lookup: async (id: string) => (await sessions.touch(id))?.user ?? null,
-  };
   const sse = createSseRouter({
     schema,
     services,

@@ -8,14 +8,13 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from '../auth/bearer.js';
-import type { SessionStore } from '../auth/sessions.js';
 import type { Config } from '../config.js';
 import { createContext, type Context } from '../context.js';
 import type { Services } from '../domain/services.js';
-import { authenticate } from './authenticate.js';
-import { authCookies, isForeignOrigin, trustedOrigins } from './cookies.js';
+import { authenticate, type AuthenticateOptions } from './authenticate.js';
+import { trustedOrigins } from './cookies.js';
 import { depthLimit, MAX_DEPTH } from './depthLimit.js';
-import { graphqlEnvelope, mediaTypeFor, sendGraphqlError } from './graphqlEnvelope.js';
+import { graphqlEnvelope, mediaTypeFor, refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
 import { formatError, isUnexpected } from './graphqlErrors.js';
 import type { Metrics } from './metrics.js';
 
@@ -76,24 +75,6 @@ function preventCookieCsrf(req: Request, res: Response, next: NextFunction) {
   );
 }
 
-/**
- * The second half of cookie CSRF protection: a cookie-bearing request from a page of another origin is refused even
- * when it could pass the preflight rule (a CORS misconfiguration, a same-site sibling). Browsers send Origin with
- * every cross-origin request that could carry an operation.
- */
-function refuseForeignOrigins(trusted: ReadonlySet<string>) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    if (!req.headers.cookie || !isForeignOrigin(req.headers.origin, trusted)) return next();
-    sendGraphqlError(
-      req,
-      res,
-      `Requests that carry a cookie are accepted only from ${[...trusted].join(', ')}.`,
-      'FORBIDDEN',
-      { status: 403 },
-    );
-  };
-}
-
 export async function createGraphqlRouter(deps: {
   schema: GraphQLSchema;
   config: Config;
@@ -103,9 +84,9 @@ export async function createGraphqlRouter(deps: {
   logger: Logger;
   cache?: KeyValueCache<string>;
   /** Browser sessions: their cookie authenticates /graphql too. */
-  sessions?: SessionStore;
+  session?: AuthenticateOptions['session'];
 }): Promise<{ router: express.Router; stop(): Promise<void> }> {
-  const { config, services, verifier, metrics, logger, sessions } = deps;
+  const { config, services, verifier, metrics, logger, session } = deps;
   const apollo = new ApolloServer<Context>({
     schema: deps.schema,
     introspection: !config.isProduction,
@@ -150,14 +131,7 @@ export async function createGraphqlRouter(deps: {
           status,
           headers: { 'WWW-Authenticate': challenge },
         }),
-      sessions
-        ? {
-            session: {
-              cookieName: authCookies(config.publicUrl).session,
-              lookup: async (id) => (await sessions.touch(id))?.user ?? null,
-            },
-          }
-        : {},
+      session ? { session } : {},
     ),
     expressMiddleware(apollo, {
       context: async ({ req, res }) => createContext(services, res.locals.principal, String(req.id), req.log),

@@ -1,5 +1,6 @@
 import accepts from 'accepts';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { isForeignOrigin } from './cookies.js';
 
 /**
  * The GraphQL-over-HTTP envelope: the checks that come before GraphQL itself. A request that is not
@@ -178,4 +179,22 @@ function checkGet(req: Request, res: Response, next: NextFunction) {
     });
   if (problem) return sendGraphqlError(req, res, problem, 'BAD_REQUEST');
   next();
+}
+
+/**
+ * The second half of cookie CSRF protection: a cookie-bearing request from a page of another origin is refused even
+ * when it could pass the preflight rule (a CORS misconfiguration, a same-site sibling). Browsers send Origin with
+ * every cross-origin request that could carry an operation.
+ */
+export function refuseForeignOrigins(trusted: ReadonlySet<string>) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (!req.headers.cookie || !isForeignOrigin(req.headers.origin, trusted)) return next();
+    sendGraphqlError(
+      req,
+      res,
+      `Requests that carry a cookie are accepted only from ${[...trusted].join(', ')}.`,
+      'FORBIDDEN',
+      { status: 403 },
+    );
+  };
 }

@@ -6,10 +6,9 @@ import type { TokenVerifier } from '../auth/bearer.js';
 import { createContext, type Context } from '../context.js';
 import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
-import { isForeignOrigin } from './cookies.js';
 import { depthLimit, MAX_DEPTH } from './depthLimit.js';
 import { formatResult } from './graphqlErrors.js';
-import { sendGraphqlError } from './graphqlEnvelope.js';
+import { refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
 
 const EVENT_ID = /^\d{1,19}$/;
 
@@ -71,14 +70,7 @@ export function createSseRouter(deps: {
   });
 
   const router = express.Router();
-  router.use((req, res, next) => {
-    if (req.headers.cookie && isForeignOrigin(req.headers.origin, deps.trustedOrigins)) {
-      return sendGraphqlError(req, res, 'Requests carrying a cookie must come from this site.', 'FORBIDDEN', {
-        status: 403,
-      });
-    }
-    next();
-  });
+  router.use(refuseForeignOrigins(deps.trustedOrigins));
   router.use(
     authenticate(
       deps.verifier,
