@@ -73,6 +73,15 @@ describe('Bearer access tokens', () => {
     await assertRefused(await sign({}, { exp: Math.floor(Date.now() / 1000) - 60 }), /expired/);
   });
 
+  test('a token accepted once (and remembered) is refused after it expires', async () => {
+    const exp = Math.floor(Date.now() / 1000) + 1;
+    const token = await sign({}, { exp });
+    assert.equal((await ask(token)).status, 200);
+    // Past exp plus the 5 s clock tolerance.
+    await new Promise((r) => setTimeout(r, Math.max(0, (exp + 6) * 1000 - Date.now())));
+    await assertRefused(token, /expired/);
+  });
+
   test('refuses a token without exp', async () => {
     await assertRefused(await sign({}, { exp: null }), /not valid/);
   });

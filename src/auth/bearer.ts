@@ -4,6 +4,9 @@ import type { User } from '../domain/policy.js';
 /** Asymmetric algorithms only: a JWKS never holds shared secrets, and `none` is never accepted. */
 export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'EdDSA'];
 
+/** Verified tokens remembered per process; the oldest is dropped first. */
+const VERIFIED_CACHE_SIZE = 10_000;
+
 export class InvalidTokenError extends Error {
   constructor(message: string) {
     super(message);
@@ -58,35 +61,50 @@ export function createTokenVerifier(opts: {
   rolesClaim: string;
   keys: JWTVerifyGetKey;
 }): TokenVerifier {
+  // A token that verified once stays valid until it expires (JWTs cannot be revoked), so checking its
+  // signature again on every request is wasted work; only the expiry is re-checked on a hit.
+  const verified = new Map<string, User>();
   return {
     async verify(token) {
-      let payload: JWTPayload;
-      try {
-        ({ payload } = await jwtVerify(token, opts.keys, {
-          issuer: opts.issuer,
-          audience: opts.audience,
-          algorithms: ALLOWED_ALGORITHMS,
-          // jose accepts a token without `exp` unless told otherwise; a token must expire.
-          requiredClaims: ['exp', 'sub'],
-          clockTolerance: 5,
-        }));
-      } catch (error) {
-        if (error instanceof joseErrors.JWTExpired) throw new InvalidTokenError('The access token has expired.');
-        if (error instanceof joseErrors.JOSEError) throw new InvalidTokenError('The access token is not valid.');
-        throw error;
-      }
-      const name = typeof payload.name === 'string' ? payload.name : undefined;
-      const email = typeof payload.email === 'string' ? payload.email : undefined;
-      return {
-        kind: 'user',
-        subject: payload.sub!,
-        // RFC 9068 puts scopes in `scope`; some issuers use an `scp` array instead.
-        scopes: new Set(stringList(payload.scope ?? payload.scp)),
-        roles: new Set(stringList(claimAt(payload, opts.rolesClaim))),
-        ...(name ? { name } : {}),
-        ...(email ? { email } : {}),
-        expiresAt: payload.exp! * 1000,
-      };
+      const hit = verified.get(token);
+      if (hit && hit.expiresAt! > Date.now()) return hit;
+      if (hit) verified.delete(token);
+      const { principal, notBefore } = await verifyToken(token);
+      if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
+      // A token that is not yet valid (nbf) is never cached, so it is checked again next time.
+      if (notBefore === undefined || notBefore <= Date.now()) verified.set(token, principal);
+      return principal;
     },
   };
+
+  async function verifyToken(token: string): Promise<{ principal: User; notBefore?: number }> {
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, opts.keys, {
+        issuer: opts.issuer,
+        audience: opts.audience,
+        algorithms: ALLOWED_ALGORITHMS,
+        // jose accepts a token without `exp` unless told otherwise; a token must expire.
+        requiredClaims: ['exp', 'sub'],
+        clockTolerance: 5,
+      }));
+    } catch (error) {
+      if (error instanceof joseErrors.JWTExpired) throw new InvalidTokenError('The access token has expired.');
+      if (error instanceof joseErrors.JOSEError) throw new InvalidTokenError('The access token is not valid.');
+      throw error;
+    }
+    const name = typeof payload.name === 'string' ? payload.name : undefined;
+    const email = typeof payload.email === 'string' ? payload.email : undefined;
+    const principal: User = {
+      kind: 'user',
+      subject: payload.sub!,
+      // RFC 9068 puts scopes in `scope`; some issuers use an `scp` array instead.
+      scopes: new Set(stringList(payload.scope ?? payload.scp)),
+      roles: new Set(stringList(claimAt(payload, opts.rolesClaim))),
+      ...(name ? { name } : {}),
+      ...(email ? { email } : {}),
+      expiresAt: payload.exp! * 1000,
+    };
+    return { principal, ...(payload.nbf !== undefined ? { notBefore: payload.nbf * 1000 } : {}) };
+  }
 }
