@@ -13,17 +13,20 @@ export async function customerBySubject(db: Queryable, subject: string): Promise
 }
 
 /** Inserts the customer unless the subject already has one; either way returns the stored row. */
-export async function insertCustomerForSubject(db: Queryable, customer: Customer): Promise<Customer> {
-  const rows = await db.query(
-    `with inserted as (
-       insert into customers (id, subject, name, email) values ($1, $2, $3, $4)
-       on conflict (subject) do nothing
-       returning id, subject, name, email
-     )
-     select * from inserted
-     union all
-     select id, subject, name, email from customers where subject = $2 and not exists (select 1 from inserted)`,
+export async function insertCustomerForSubject(
+  db: Queryable,
+  customer: Customer & { subject: string },
+): Promise<Customer> {
+  const [inserted] = await db.query(
+    `insert into customers (id, subject, name, email) values ($1, $2, $3, $4)
+     on conflict (subject) do nothing
+     returning id, subject, name, email`,
     [customer.id, customer.subject, customer.name, customer.email],
   );
-  return toCustomer(rows[0]);
+  if (inserted) return toCustomer(inserted);
+  // A concurrent first request of the same subject won. Its row committed after this statement's
+  // snapshot was taken, so only a new statement can see it.
+  const existing = await customerBySubject(db, customer.subject);
+  if (!existing) throw new Error(`customer for subject ${customer.subject} was neither inserted nor found`);
+  return existing;
 }
