@@ -10,8 +10,24 @@
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
-import { reportFailure, serveParent } from './ipc.js';
+import { reportFailure, serveParent, type MemoryReading } from './ipc.js';
 import { createProfiler } from './profiler.js';
+
+/**
+ * Memory now, after full collections when the child was started with --expose-gc (the fan-out
+ * bench does): twice, with a turn of the event loop between, so that what the first one freed
+ * by finalizers is gone too.
+ */
+async function memory(): Promise<MemoryReading> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc) {
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+  }
+  const { rss, heapTotal, heapUsed, external, arrayBuffers } = process.memoryUsage();
+  return { rss, heapTotal, heapUsed, external, arrayBuffers, collected: Boolean(gc) };
+}
 
 try {
   const externalIssuer = process.env.BENCH_OIDC_ISSUER;
@@ -29,11 +45,10 @@ try {
   });
   const running = await startServer(config, pino({ level: 'silent' }));
   const profiler = process.env.BENCH_PROFILE_DIR ? createProfiler(process.env.BENCH_PROFILE_DIR) : null;
-  serveParent(
-    { url: running.url, issuer: running.app.issuer },
-    () => running.close(),
-    profiler ? { 'profile-start': profiler.start, 'profile-stop': profiler.stop } : {},
-  );
+  serveParent({ url: running.url, issuer: running.app.issuer }, () => running.close(), {
+    memory,
+    ...(profiler ? { 'profile-start': profiler.start, 'profile-stop': profiler.stop } : {}),
+  });
 } catch (error) {
   reportFailure(error);
 }

@@ -1,8 +1,8 @@
 /**
  * The small protocol between the bench (parent) and each server child over Node's fork IPC
  * channel: the child announces where it listens, then answers numbered requests (CPU time so
- * far, profiler start/stop, stop). Servers run in children so that the app, the floor and the
- * load generator never share an event loop.
+ * far, memory after a full GC, profiler start/stop, stop). Servers run in children so that the
+ * app, the floor and the load generator never share an event loop.
  */
 
 export interface ReadyMessage {
@@ -17,7 +17,7 @@ export interface FailedMessage {
   readonly error: string;
 }
 
-export type RequestType = 'cpu' | 'profile-start' | 'profile-stop' | 'stop';
+export type RequestType = 'cpu' | 'memory' | 'profile-start' | 'profile-stop' | 'stop';
 
 export interface RequestMessage {
   readonly id: number;
@@ -34,6 +34,17 @@ export type ChildMessage = ReadyMessage | FailedMessage | ReplyMessage;
 export interface CpuTime {
   readonly user: number;
   readonly system: number;
+}
+
+/** The child's process.memoryUsage() in bytes, after a full GC when the child runs with --expose-gc. */
+export interface MemoryReading {
+  readonly rss: number;
+  readonly heapTotal: number;
+  readonly heapUsed: number;
+  readonly external: number;
+  readonly arrayBuffers: number;
+  /** Whether a full GC ran first (the child was started with --expose-gc). */
+  readonly collected: boolean;
 }
 
 type Handlers = Partial<Record<Exclude<RequestType, 'stop' | 'cpu'>, () => Promise<unknown>>>;

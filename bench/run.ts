@@ -9,6 +9,8 @@
  *
  *   npm run bench -- [--duration 8] [--warmup 2] [--connections 32] [--orders 100000]
  *                    [--only recentOrders-20,products-get] [--production] [--profile] [--check 0.25]
+ *
+ * `npm run bench -- --fanout [...]` runs the subscription fan-out bench instead (bench/fanout.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
@@ -28,6 +30,12 @@ import { renderProfile, summarizeProfile, type ProfileSummary } from './profile.
 import { problemsOf, renderTables, type ScenarioResult, type SideResult } from './report.js';
 import { scenarios, type Scenario } from './scenarios.js';
 
+// A separate bench with its own options: WebSocket subscription fan-out (see bench/fanout.ts).
+if (process.argv.includes('--fanout')) {
+  const { runFanout } = await import('./fanout.js');
+  process.exit(await runFanout(process.argv.slice(2).filter((a) => a !== '--fanout')));
+}
+
 const USAGE = `usage: npm run bench -- [options]
   --duration <s>      about how long each measured run lasts (default 8): it sends the number of
                       requests the warm-up's rate would answer in that time, and waits for all
@@ -38,7 +46,8 @@ const USAGE = `usage: npm run bench -- [options]
   --production        measure a second app instance configured as in production (NODE_ENV=production,
                       the first instance's IdP as its external OIDC issuer) instead of the development one
   --profile           CPU-profile the app during each measured run (slows it; numbers are then not comparable)
-  --check <ratio>     exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors`;
+  --check <ratio>     exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors
+  --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)`;
 
 const { values: flags } = parseArgs({
   options: {
