@@ -116,6 +116,18 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     );
   }
 
+  // Where a browser lands after signing out, and where a new user looks first.
+  app.get('/', (_req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    res.json({
+      service: 'orders-api',
+      graphql: '/graphql',
+      rest: '/v1/orders',
+      openapi: '/v1/openapi.json',
+      signIn: '/auth/login',
+      session: '/auth/session',
+    });
+  });
   app.get('/healthz', (_req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     res.json({ status: 'ok' });

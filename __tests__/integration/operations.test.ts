@@ -17,6 +17,19 @@ describe('operational endpoints', () => {
     assert.match(text, /^sql_statements_total [1-9]/m);
   });
 
+  test('the root names the entry points', async () => {
+    const res = await fetch(`${server.url}/`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), {
+      service: 'orders-api',
+      graphql: '/graphql',
+      rest: '/v1/orders',
+      openapi: '/v1/openapi.json',
+      signIn: '/auth/login',
+      session: '/auth/session',
+    });
+  });
+
   test('an unknown path is a 404 problem+json', async () => {
     const res = await fetch(`${server.url}/nope?x=1`);
     assert.equal(res.status, 404);
