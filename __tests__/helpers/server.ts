@@ -21,6 +21,8 @@ export interface TestServer {
   readonly running: RunningServer;
   /** An access token from the embedded IdP, obtained through the real PKCE flow (cached per user). */
   token(user: 'alice' | 'bob' | 'carol'): Promise<string>;
+  /** The three demo users' tokens at once. */
+  users(): Promise<{ alice: string; bob: string; carol: string }>;
   gql(
     query: string,
     variables?: Record<string, unknown>,
@@ -78,6 +80,14 @@ export async function startTestServer(
       }
       return tokens.get(user)!;
     },
+    async users() {
+      const [alice, bob, carol] = await Promise.all([
+        server.token('alice'),
+        server.token('bob'),
+        server.token('carol'),
+      ]);
+      return { alice, bob, carol };
+    },
     async gql(query, variables, opts = {}) {
       const res = await fetch(`${running.url}/graphql`, {
         method: 'POST',
@@ -108,4 +118,17 @@ export async function startTestServer(
     },
   };
   return server;
+}
+
+/** Two app instances over one database, B trusting A's identity provider: replicas behind a load balancer. */
+export async function startReplicas(): Promise<{ a: TestServer; b: TestServer }> {
+  const a = await startTestServer();
+  const b = await startTestServer({ OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
+  return { a, b };
+}
+
+/** B first: it borrows A's database. */
+export async function stopReplicas(replicas: { a: TestServer; b: TestServer }): Promise<void> {
+  await replicas.b.close();
+  await replicas.a.close();
 }

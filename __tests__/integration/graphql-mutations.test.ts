@@ -27,7 +27,7 @@ describe('GraphQL mutations', () => {
   let carol: string;
   before(async () => {
     server = await startTestServer();
-    [alice, bob, carol] = await Promise.all([server.token('alice'), server.token('bob'), server.token('carol')]);
+    ({ alice, bob, carol } = await server.users());
   });
   after(() => server.close());
 

@@ -16,7 +16,7 @@ describe('GraphQL queries', () => {
   let carol: string;
   before(async () => {
     server = await startTestServer();
-    [alice, bob, carol] = await Promise.all([server.token('alice'), server.token('bob'), server.token('carol')]);
+    ({ alice, bob, carol } = await server.users());
   });
   after(() => server.close());
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { rest } from '../helpers/openapi.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startReplicas, stopReplicas, type TestServer } from '../helpers/server.js';
 
 describe('REST under concurrency, two app instances on one database', () => {
   let a: TestServer;
@@ -10,15 +10,10 @@ describe('REST under concurrency, two app instances on one database', () => {
   let alice: string;
   let carol: string;
   before(async () => {
-    a = await startTestServer();
-    // Instance B trusts A's identity provider, like a second replica behind a load balancer.
-    b = await startTestServer({ OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
-    [alice, carol] = await Promise.all([a.token('alice'), a.token('carol')]);
+    ({ a, b } = await startReplicas());
+    ({ alice, carol } = await a.users());
   });
-  after(async () => {
-    await b.close();
-    await a.close();
-  });
+  after(() => stopReplicas({ a, b }));
 
   test('50 concurrent POSTs with one key across both instances create exactly one order', async () => {
     const key = randomUUID();

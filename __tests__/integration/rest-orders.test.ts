@@ -32,7 +32,7 @@ describe('REST orders', () => {
   let carol: string;
   before(async () => {
     server = await startTestServer();
-    [alice, bob, carol] = await Promise.all([server.token('alice'), server.token('bob'), server.token('carol')]);
+    ({ alice, bob, carol } = await server.users());
   });
   after(() => server.close());
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createClient } from 'graphql-sse';
 import { rest } from '../helpers/openapi.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startReplicas, stopReplicas, type TestServer } from '../helpers/server.js';
 
 interface Event {
   data?: { orderUpdated?: { id: string; status: string } };
@@ -52,14 +52,10 @@ describe('subscriptions over server-sent events (graphql-sse)', () => {
   let alice: string;
   let carol: string;
   before(async () => {
-    a = await startTestServer();
-    b = await startTestServer({ OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
-    [alice, carol] = await Promise.all([a.token('alice'), a.token('carol')]);
+    ({ a, b } = await startReplicas());
+    ({ alice, carol } = await a.users());
   });
-  after(async () => {
-    await b.close();
-    await a.close();
-  });
+  after(() => stopReplicas({ a, b }));
 
   const place = async () => {
     const res = await rest(a.url, 'POST', '/orders', {

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import WebSocket from 'ws';
 import { rest } from '../helpers/openapi.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
 import { subscriber } from '../helpers/subscriber.js';
 
 const UPDATED = `subscription($id: ID) { orderUpdated(id: $id) { id status version customer { name } } }`;
@@ -17,14 +17,10 @@ describe('subscriptions over WebSocket (graphql-ws)', () => {
   let bob: string;
   let carol: string;
   before(async () => {
-    a = await startTestServer();
-    b = await startTestServer({ OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
-    [alice, bob, carol] = await Promise.all([a.token('alice'), a.token('bob'), a.token('carol')]);
+    ({ a, b } = await startReplicas());
+    ({ alice, bob, carol } = await a.users());
   });
-  after(async () => {
-    await b.close();
-    await a.close();
-  });
+  after(() => stopReplicas({ a, b }));
 
   const place = async (server: TestServer, token: string) => {
     const res = await rest(server.url, 'POST', '/orders', {
