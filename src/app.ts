@@ -60,11 +60,16 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   });
   const sessions = createSessionStore(db);
   const authRouter = createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier) });
-  // The session cookie authenticates GraphQL on every transport (REST stays Bearer-only).
+  // The session cookie authenticates GraphQL on every transport (REST stays Bearer-only). The principal
+  // carries the session's end, so a long-lived stream stops with it as it does with a token's.
   const sessionAuth = {
     cookieName: authCookies(config.publicUrl).session,
-    lookup: async (id: string) => (await sessions.touch(id))?.user ?? null,
+    lookup: async (id: string) => {
+      const session = await sessions.touch(id);
+      return session && { ...session.user, expiresAt: session.expiresAt.getTime() };
+    },
   };
+  const trusted = trustedOrigins(config.publicUrl, config.corsOrigins);
   const graphql = await createGraphqlRouter({
     schema,
     config,
@@ -73,6 +78,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     metrics,
     logger,
     session: sessionAuth,
+    trustedOrigins: trusted,
     ...(redis ? { cache: new RedisKeyValueCache(redis, 'orders-api:apq:') } : {}),
   });
 
@@ -82,7 +88,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     verifier,
     logger,
     session: sessionAuth,
-    trustedOrigins: trustedOrigins(config.publicUrl, config.corsOrigins),
+    trustedOrigins: trusted,
   });
 
   let draining = false;
@@ -180,11 +186,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       services,
       verifier,
       logger,
-      sessions: {
-        store: sessions,
-        cookieName: authCookies(config.publicUrl).session,
-        trustedOrigins: trustedOrigins(config.publicUrl, config.corsOrigins),
-      },
+      session: sessionAuth,
+      trustedOrigins: trusted,
     }),
     /** Readiness turns false first, so the load balancer stops sending before sockets close. */
     startDraining() {

@@ -5,7 +5,7 @@ import { itemsOfOrders, listOrdersOfCustomers } from '../store/orders.js';
 import type { Customer } from './customers.js';
 import type { Order, OrderItem } from './orders.js';
 
-function groupBy<T>(values: readonly T[], key: (v: T) => string): Map<string, T[]> {
+export function groupBy<T>(values: readonly T[], key: (v: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
   for (const v of values) {
     const k = key(v);

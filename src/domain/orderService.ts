@@ -18,7 +18,7 @@ import type { CustomerService } from './customers.js';
 import { DomainError, invalidInput, notFound, preconditionFailed } from './errors.js';
 import type { EventSink } from './events.js';
 import { ID_PATTERN, newId } from './ids.js';
-import type { Loaders } from './loaders.js';
+import { groupBy, type Loaders } from './loaders.js';
 import {
   assertTransition,
   isOrderStatus,
@@ -181,14 +181,15 @@ export function createOrderService(deps: {
         ...(isStaff(user) ? {} : { customerId: await customers.idFor(user) }),
       });
       const orders = rows.slice(0, limit);
-      const items = orders.length
+      const lines = orders.length
         ? await itemsOfOrders(
             db,
             orders.map((o) => o.id),
           )
         : [];
+      const items = groupBy(lines, (i) => i.orderId);
       return {
-        orders: orders.map((order) => ({ order, items: items.filter((i) => i.orderId === order.id) })),
+        orders: orders.map((order) => ({ order, items: items.get(order.id) ?? [] })),
         hasMore: rows.length > limit,
       };
     },

@@ -12,9 +12,14 @@ import type { Config } from '../config.js';
 import { createContext, type Context } from '../context.js';
 import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
-import { trustedOrigins } from './cookies.js';
 import { depthLimit, MAX_DEPTH } from './depthLimit.js';
-import { graphqlEnvelope, mediaTypeFor, refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
+import {
+  graphqlAuthFailure,
+  graphqlEnvelope,
+  mediaTypeFor,
+  refuseForeignOrigins,
+  sendGraphqlError,
+} from './graphqlEnvelope.js';
 import { formatError, isUnexpected } from './graphqlErrors.js';
 import type { Metrics } from './metrics.js';
 
@@ -85,6 +90,8 @@ export async function createGraphqlRouter(deps: {
   cache?: KeyValueCache<string>;
   /** Browser sessions: their cookie authenticates /graphql too. */
   session?: AuthenticateOptions['session'];
+  /** Origins a cookie-bearing request may come from. */
+  trustedOrigins: ReadonlySet<string>;
 }): Promise<{ router: express.Router; stop(): Promise<void> }> {
   const { config, services, verifier, metrics, logger, session } = deps;
   const apollo = new ApolloServer<Context>({
@@ -122,17 +129,9 @@ export async function createGraphqlRouter(deps: {
   router.use(
     '/',
     preventCookieCsrf,
-    refuseForeignOrigins(trustedOrigins(config.publicUrl, config.corsOrigins)),
+    refuseForeignOrigins(deps.trustedOrigins),
     ...graphqlEnvelope({ bodyLimit: '100kb' }),
-    authenticate(
-      verifier,
-      (req, res, status, challenge, detail) =>
-        sendGraphqlError(req, res, detail, status === 503 ? 'SERVICE_UNAVAILABLE' : 'UNAUTHENTICATED', {
-          status,
-          headers: { 'WWW-Authenticate': challenge },
-        }),
-      session ? { session } : {},
-    ),
+    authenticate(verifier, graphqlAuthFailure, session ? { session } : {}),
     expressMiddleware(apollo, {
       context: async ({ req, res }) => createContext(services, res.locals.principal, String(req.id), req.log),
     }),

@@ -1,5 +1,6 @@
 import accepts from 'accepts';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import type { AuthFailure } from './authenticate.js';
 import { isForeignOrigin } from './cookies.js';
 
 /**
@@ -198,3 +199,10 @@ export function refuseForeignOrigins(trusted: ReadonlySet<string>) {
     );
   };
 }
+
+/** Refused credentials on a GraphQL transport: a GraphQL error body with the status and Bearer challenge. */
+export const graphqlAuthFailure: AuthFailure = (req, res, status, challenge, detail) =>
+  sendGraphqlError(req, res, detail, status === 503 ? 'SERVICE_UNAVAILABLE' : 'UNAUTHENTICATED', {
+    status,
+    headers: { 'WWW-Authenticate': challenge },
+  });

@@ -8,7 +8,7 @@ import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
 import { depthLimit, MAX_DEPTH } from './depthLimit.js';
 import { formatResult } from './graphqlErrors.js';
-import { refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
+import { graphqlAuthFailure, refuseForeignOrigins } from './graphqlEnvelope.js';
 
 const EVENT_ID = /^\d{1,19}$/;
 
@@ -71,17 +71,7 @@ export function createSseRouter(deps: {
 
   const router = express.Router();
   router.use(refuseForeignOrigins(deps.trustedOrigins));
-  router.use(
-    authenticate(
-      deps.verifier,
-      (req, res, status, challenge, detail) =>
-        sendGraphqlError(req, res, detail, status === 503 ? 'SERVICE_UNAVAILABLE' : 'UNAUTHENTICATED', {
-          status,
-          headers: { 'WWW-Authenticate': challenge },
-        }),
-      { session: deps.session },
-    ),
-  );
+  router.use(authenticate(deps.verifier, graphqlAuthFailure, { session: deps.session }));
   router.use(express.json({ limit: '64kb' }));
   router.all('/', async (req: Request, res: Response) => {
     const [body, init] = await handler({

@@ -7,11 +7,11 @@ import { useServer } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
-import type { SessionStore } from '../auth/sessions.js';
 import { createContext, type Context } from '../context.js';
 import { ANONYMOUS, type Principal } from '../domain/policy.js';
 import type { Services } from '../domain/services.js';
 import { depthLimit, MAX_DEPTH } from './depthLimit.js';
+import type { AuthenticateOptions } from './authenticate.js';
 import { isForeignOrigin, readCookie } from './cookies.js';
 import { formatError, formatResult } from './graphqlErrors.js';
 
@@ -42,8 +42,10 @@ export function createWebSocketServer(deps: {
   services: Services;
   verifier: TokenVerifier;
   logger: Logger;
-  /** Browser sessions, and the origins a cookie-bearing handshake may come from. */
-  sessions: { store: SessionStore; cookieName: string; trustedOrigins: ReadonlySet<string> };
+  /** Browser sessions: their cookie authenticates a handshake too. */
+  session: NonNullable<AuthenticateOptions['session']>;
+  /** Origins a cookie-bearing handshake may come from. */
+  trustedOrigins: ReadonlySet<string>;
 }) {
   const { services, verifier, logger } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.maxPayloadBytes });
@@ -68,14 +70,14 @@ export function createWebSocketServer(deps: {
         const state: ConnectionState = { principal: ANONYMOUS, requestId: randomUUID(), subscriptions: 0 };
         states.set(ctx.extra, state);
         if (token === undefined) {
-          const sessionId = readCookie(ctx.extra.request.headers.cookie, deps.sessions.cookieName);
+          const sessionId = readCookie(ctx.extra.request.headers.cookie, deps.session.cookieName);
           if (sessionId === undefined) return true;
-          const session = await deps.sessions.store.touch(sessionId);
-          if (!session) {
+          const user = await deps.session.lookup(sessionId);
+          if (!user) {
             ctx.extra.socket.close(CLOSE.unauthorized, 'Unauthorized: the session has ended; sign in again');
             return false;
           }
-          state.principal = { ...session.user, expiresAt: session.expiresAt.getTime() };
+          state.principal = user;
           return true;
         }
         try {
@@ -137,7 +139,7 @@ export function createWebSocketServer(deps: {
     /** For the HTTP server's `upgrade` event. */
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
       // Cross-site WebSocket hijacking: browsers attach cookies to any site's handshake, but say whose page asks.
-      if (req.headers.cookie && isForeignOrigin(req.headers.origin, deps.sessions.trustedOrigins)) {
+      if (req.headers.cookie && isForeignOrigin(req.headers.origin, deps.trustedOrigins)) {
         socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
