@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { dropSchema } from './data.js';
 import type { ChildMessage, CpuTime, ReadyMessage, RequestType } from './ipc.js';
 
 const START_TIMEOUT_MS = 120_000;
@@ -109,4 +110,35 @@ export async function startChild(
   };
   live.add(handle);
   return handle;
+}
+
+/**
+ * The one way a bench run ends: `first` (whatever the caller opened itself), then every child
+ * server, then the schema. Runs once however often it is called, and on SIGINT/SIGTERM (exit 130).
+ */
+export function cleanupOnce(opts: {
+  databaseUrl: string;
+  schema: string;
+  log: (message: string) => void;
+  first?: () => Promise<void>;
+}): () => Promise<void> {
+  const { databaseUrl, schema, log } = opts;
+  let cleaning: Promise<void> | null = null;
+  const cleanup = () => {
+    cleaning ??= (async () => {
+      await opts.first?.().catch((e: unknown) => log(`cleaning up: ${String(e)}`));
+      await stopAllChildren().catch((e: unknown) => log(`stopping servers: ${String(e)}`));
+      await dropSchema(databaseUrl, schema)
+        .then(() => log(`dropped schema ${schema}`))
+        .catch((e: unknown) => log(`could not drop schema ${schema}: ${String(e)}`));
+    })();
+    return cleaning;
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      log(`${signal}: stopping the servers and dropping the schema`);
+      void cleanup().finally(() => process.exit(130));
+    });
+  }
+  return cleanup;
 }

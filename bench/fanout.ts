@@ -18,9 +18,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { importJWK, SignJWT, type JWK } from 'jose';
-import { startChild, stopAllChildren, type ServerChild } from './children.js';
+import { cleanupOnce, startChild, type ServerChild } from './children.js';
 import { readMachineCpu } from './cpu.js';
-import { connect, dropSchema } from './data.js';
+import { connect } from './data.js';
 import type { ClientReport, FromClient, ToClient } from './fanoutIpc.js';
 import type { CpuTime, MemoryReading } from './ipc.js';
 import { renderProfile, summarizeProfile, type ProfileSummary } from './profile.js';
@@ -320,23 +320,7 @@ export async function runFanout(args: string[]): Promise<number> {
   const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
   const profileDir = join(resultsDir, 'profiles');
 
-  let cleaning: Promise<void> | null = null;
-  const cleanup = () => {
-    cleaning ??= (async () => {
-      await stopClients().catch((e: unknown) => log(`stopping subscriber processes: ${String(e)}`));
-      await stopAllChildren().catch((e: unknown) => log(`stopping the app: ${String(e)}`));
-      await dropSchema(databaseUrl, schema)
-        .then(() => log(`dropped schema ${schema}`))
-        .catch((e: unknown) => log(`could not drop schema ${schema}: ${String(e)}`));
-    })();
-    return cleaning;
-  };
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(signal, () => {
-      log(`${signal}: stopping the processes and dropping the schema`);
-      void cleanup().finally(() => process.exit(130));
-    });
-  }
+  const cleanup = cleanupOnce({ databaseUrl, schema, log, first: stopClients });
   const deadline = setTimeout(() => {
     log(`the run took longer than ${RUN_TIMEOUT_MS / 1000} s: stopping`);
     void cleanup().finally(() => process.exit(1));

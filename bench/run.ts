@@ -20,8 +20,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { loginWithPkce } from '../src/auth/pkceLogin.js';
-import { startChild, stopAllChildren, type ServerChild } from './children.js';
-import { connect, customerIdOf, dropSchema, growOrders, recentOrdersPlan, someOrderOf } from './data.js';
+import { cleanupOnce, startChild, type ServerChild } from './children.js';
+import { connect, customerIdOf, growOrders, recentOrdersPlan, someOrderOf } from './data.js';
 import { readMachineCpu } from './cpu.js';
 import type { CpuTime } from './ipc.js';
 import { runLoad, type LoadSpec } from './load.js';
@@ -98,26 +98,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const redacted = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 
 let admin: pg.Client | undefined;
-let cleaning: Promise<void> | null = null;
 
 /** Stops both servers and drops the schema; safe to call from every exit path, runs once. */
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    await stopAllChildren().catch((e: unknown) => log(`stopping servers: ${String(e)}`));
-    await admin?.end().catch(() => undefined);
-    await dropSchema(databaseUrl, schema)
-      .then(() => log(`dropped schema ${schema}`))
-      .catch((e: unknown) => log(`could not drop schema ${schema}: ${String(e)}`));
-  })();
-  return cleaning;
-}
-
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    log(`${signal}: stopping the servers and dropping the schema`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
+const cleanup = cleanupOnce({ databaseUrl, schema, log, first: async () => void (await admin?.end()) });
 
 /** One plain request, for the correctness check before measuring. */
 async function fetchOnce(spec: LoadSpec): Promise<{ status: number; text: string }> {
