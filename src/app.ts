@@ -15,6 +15,7 @@ import { createAuthRouter } from './http/authRoutes.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
 import { createGraphqlRouter } from './http/graphql.js';
 import { createMetrics, recordRequests } from './http/metrics.js';
+import { createMemoryRateBudget } from './http/rateBudget.js';
 import { problemPage, sendProblem } from './http/problems.js';
 import { createRestRouter } from './http/rest/index.js';
 import { buildSchema } from './http/schema.js';
@@ -39,6 +40,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   const bus = await createEventBus({ db, logger, ...(redis ? { redis } : {}) });
   const services = createServices(db, bus);
   const schema = buildSchema();
+  const budget = createMemoryRateBudget(config.rateLimit);
 
   const idp = config.oidc.issuer
     ? null
@@ -180,6 +182,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     services,
     metrics,
     issuer,
+    budget,
     /** WebSocket subscriptions share the /graphql path with HTTP. */
     websockets: createWebSocketServer({
       schema,
@@ -198,6 +201,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       await idp?.close();
       sse.close();
       await bus.close();
+      await budget.close();
     },
   };
 }

@@ -76,6 +76,8 @@ const EnvSchema = z.object({
       ),
     ),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  RATE_LIMIT_POINTS: z.coerce.number().int().min(1).default(5000),
+  RATE_LIMIT_WINDOW_S: z.coerce.number().int().min(1).default(3600),
   TRUST_PROXY: z
     .string()
     .trim()
@@ -132,6 +134,8 @@ export interface Config {
   readonly corsOrigins: readonly string[];
   readonly logLevel: LogLevel;
   readonly trustProxy: boolean | number;
+  /** One budget of points per client per window, spent by GraphQL cost and REST prices. */
+  readonly rateLimit: { readonly points: number; readonly windowSeconds: number };
 }
 
 export class ConfigError extends Error {
@@ -170,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: e.CORS_ORIGINS,
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY,
+    rateLimit: { points: e.RATE_LIMIT_POINTS, windowSeconds: e.RATE_LIMIT_WINDOW_S },
   };
   return deepFreeze(config);
 }
