@@ -37,7 +37,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 export async function createApp({ config, db, logger, redis }: AppDeps) {
   const metrics = createMetrics();
   db.onStatement = () => metrics.sqlStatements.inc();
-  const bus = await createEventBus({ db, logger, ...(redis ? { redis } : {}) });
+  const bus = await createEventBus({ db, logger, pollMs: config.eventPollMs, ...(redis ? { redis } : {}) });
   const services = createServices(db, bus);
   const schema = buildSchema();
   const budget = createMemoryRateBudget(config.rateLimit);

@@ -78,6 +78,7 @@ const EnvSchema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   RATE_LIMIT_POINTS: z.coerce.number().int().min(1).default(5000),
   RATE_LIMIT_WINDOW_S: z.coerce.number().int().min(1).default(3600),
+  EVENT_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(5000),
   TRUST_PROXY: z
     .string()
     .trim()
@@ -136,6 +137,8 @@ export interface Config {
   readonly trustProxy: boolean | number;
   /** One budget of points per client per window, spent by GraphQL cost and REST prices. */
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number };
+  /** How often each replica reads the event outbox for what Redis did not bring (or, without Redis, everything). */
+  readonly eventPollMs: number;
 }
 
 export class ConfigError extends Error {
@@ -175,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY,
     rateLimit: { points: e.RATE_LIMIT_POINTS, windowSeconds: e.RATE_LIMIT_WINDOW_S },
+    eventPollMs: e.EVENT_POLL_MS,
   };
   return deepFreeze(config);
 }

@@ -120,10 +120,13 @@ export async function startTestServer(
   return server;
 }
 
-/** Two app instances over one database, B trusting A's identity provider: replicas behind a load balancer. */
-export async function startReplicas(): Promise<{ a: TestServer; b: TestServer }> {
-  const a = await startTestServer();
-  const b = await startTestServer({ OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
+/**
+ * Two app instances over one database, B trusting A's identity provider: replicas behind a load balancer.
+ * `env` applies to both (e.g. `REDIS_URL: ''` to leave the replicas only the database between them).
+ */
+export async function startReplicas(env: Record<string, string> = {}): Promise<{ a: TestServer; b: TestServer }> {
+  const a = await startTestServer(env);
+  const b = await startTestServer({ ...env, OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
   return { a, b };
 }
 

@@ -3,8 +3,6 @@ import type { Logger } from 'pino';
 import type { Database } from './db.js';
 import { deleteOldEvents, eventFromJson, eventsAfter, latestEventId, type StoredEvent } from './events.js';
 
-/** A safety net under Redis pub/sub (and the only path between replicas without Redis). */
-const POLL_MS = 5_000;
 const CATCH_UP_PAGE = 500;
 
 export type EventListener = (event: StoredEvent) => void;
@@ -25,8 +23,14 @@ export interface EventBus {
  * ids is filled from the database before anything later is delivered, and a periodic poll picks
  * up whatever a lost message left behind.
  */
-export async function createEventBus(deps: { db: Database; redis?: Redis; logger: Logger }): Promise<EventBus> {
-  const { db, redis, logger } = deps;
+export async function createEventBus(deps: {
+  db: Database;
+  redis?: Redis;
+  logger: Logger;
+  /** The outbox poll: a safety net under Redis pub/sub, and the only path between replicas without Redis. */
+  pollMs?: number;
+}): Promise<EventBus> {
+  const { db, redis, logger, pollMs = 5_000 } = deps;
   const channel = `orders-api:${db.identity}:events`;
   const listeners = new Set<EventListener>();
   let last = BigInt(await latestEventId(db));
@@ -77,7 +81,7 @@ export async function createEventBus(deps: { db: Database; redis?: Redis; logger
     await subscriber.subscribe(channel);
   }
 
-  const poll = setInterval(() => deliver(null), POLL_MS);
+  const poll = setInterval(() => deliver(null), pollMs);
   poll.unref();
   const sweep = setInterval(() => void deleteOldEvents(db).catch(() => undefined), 60 * 60_000);
   sweep.unref();

@@ -65,12 +65,15 @@ export async function appendEvent(tx: Queryable, kind: EventKind, order: Order):
   return toEvent(row);
 }
 
-/** Events after `afterId`, oldest first, within the retention window. */
+/**
+ * Events after `afterId`, oldest first, within the retention window. Ordered by the bigint column:
+ * a bare `order by id` would pick the text alias, and "100" sorts before "86".
+ */
 export async function eventsAfter(db: Queryable, afterId: string, limit: number): Promise<StoredEvent[]> {
   const rows = await db.query(
     `select id::text as id, kind, payload, created_at from order_events
-     where id > $1::bigint and created_at > now() - make_interval(hours => $3)
-     order by id limit $2`,
+     where order_events.id > $1::bigint and created_at > now() - make_interval(hours => $3)
+     order by order_events.id limit $2`,
     [afterId, limit, EVENT_RETENTION_HOURS],
   );
   return rows.map(toEvent);
