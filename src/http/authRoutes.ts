@@ -10,17 +10,19 @@ import { sendProblem } from './problems.js';
 const SIGN_IN_AGAIN = { href: '/auth/login', text: 'Sign in again' };
 
 /**
- * `returnTo` must be a path on this origin. `//host` and `/\host` are read by browsers as another host, so only a
- * single leading slash is accepted, and the result is checked once more after resolving it.
+ * `returnTo` must be a path on this origin. It is resolved against PUBLIC_URL and only the normalised result is
+ * used, never the raw string: dot segments can turn `/.//host` into `//host`, which a browser reads as another
+ * host, so a result that starts with two slashes is refused as well as one on another origin.
  */
 export function safeReturnTo(value: unknown, publicUrl: string): string | null {
   if (value === undefined) return '/';
   if (typeof value !== 'string' || value.length > 2048) return null;
   // eslint-disable-next-line no-control-regex -- control characters are exactly what must not pass
   if (!/^\/(?![/\\])/.test(value) || /[\u0000-\u001f\u007f\\]/.test(value)) return null;
-  const origin = new URL(publicUrl).origin;
-  const resolved = new URL(value, origin);
-  return resolved.origin === origin ? `${resolved.pathname}${resolved.search}${resolved.hash}` : null;
+  const base = new URL(publicUrl);
+  const resolved = new URL(value, base);
+  if (resolved.origin !== base.origin || resolved.pathname.startsWith('//')) return null;
+  return `${resolved.pathname}${resolved.search}${resolved.hash}`;
 }
 
 function page(res: Response, status: number, title: string, message: string, link?: { href: string; text: string }) {
