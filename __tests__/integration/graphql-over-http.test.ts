@@ -155,7 +155,7 @@ describe('GraphQL over HTTP', () => {
 
   test('refuses a cookie-bearing simple GET without a preflight header (CSRF), allows it with one', async () => {
     const url = `${server.url}/graphql?query=${encodeURIComponent('{ products { sku } }')}`;
-    const blocked = await fetch(url, { headers: { cookie: 'sid=abc', accept: 'application/json' } });
+    const blocked = await fetch(url, { headers: { cookie: 'orders_session=abc', accept: 'application/json' } });
     assert.equal(blocked.status, 400);
     const body = (await blocked.json()) as { errors: { extensions: { code: string } }[] };
     assert.equal(body.errors[0]!.extensions.code, 'BAD_REQUEST');

@@ -4,7 +4,7 @@ import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/dis
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
 import { expressMiddleware } from '@as-integrations/express5';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type Request } from 'express';
 import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from '../auth/bearer.js';
@@ -12,14 +12,9 @@ import type { Config } from '../config.js';
 import { createContext, type Context } from '../context.js';
 import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
+import { refuseCookieCsrf } from './cookieCsrf.js';
 import { depthLimit, MAX_DEPTH } from './depthLimit.js';
-import {
-  graphqlAuthFailure,
-  graphqlEnvelope,
-  mediaTypeFor,
-  refuseForeignOrigins,
-  sendGraphqlError,
-} from './graphqlEnvelope.js';
+import { graphqlAuthFailure, graphqlEnvelope, mediaTypeFor, refuseForeignOrigins } from './graphqlEnvelope.js';
 import { formatError, isUnexpected } from './graphqlErrors.js';
 import type { Metrics } from './metrics.js';
 
@@ -60,26 +55,6 @@ function isLandingPageRequest(req: Request): boolean {
   );
 }
 
-/**
- * Apollo's own CSRF rule blocks every simple request, which would break plain GETs of public data.
- * It matters only when the browser attaches ambient credentials, i.e. a cookie, so that is when it applies.
- */
-function preventCookieCsrf(req: Request, res: Response, next: NextFunction) {
-  if (!req.headers.cookie || isLandingPageRequest(req)) return next();
-  const contentType = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
-  const simpleType =
-    !contentType || ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'].includes(contentType);
-  if (!simpleType || req.headers['apollo-require-preflight'] || req.headers['x-apollo-operation-name']) return next();
-  sendGraphqlError(
-    req,
-    res,
-    'This request carries a cookie but could be a cross-site request forgery. Send Content-Type: application/json, ' +
-      'or an Apollo-Require-Preflight or X-Apollo-Operation-Name header.',
-    'BAD_REQUEST',
-    { status: 400 },
-  );
-}
-
 export async function createGraphqlRouter(deps: {
   schema: GraphQLSchema;
   config: Config;
@@ -101,7 +76,7 @@ export async function createGraphqlRouter(deps: {
     includeStacktraceInErrorResponses: false,
     // main.ts owns shutdown: Apollo must keep serving while in-flight requests drain.
     stopOnTerminationSignals: false,
-    // Apollo's rule would refuse simple GETs outright; preventCookieCsrf applies it where it matters.
+    // Apollo's rule would refuse simple GETs outright; refuseCookieCsrf applies it where it matters.
     csrfPrevention: false,
     // Apollo pretty-prints by default; compact JSON is smaller and faster.
     stringifyResult: (value) => JSON.stringify(value),
@@ -128,7 +103,8 @@ export async function createGraphqlRouter(deps: {
   const router = express.Router();
   router.use(
     '/',
-    preventCookieCsrf,
+    // Without browser sessions no cookie authenticates anything, so there is nothing to forge.
+    ...(session ? [refuseCookieCsrf(session.cookieName, isLandingPageRequest)] : []),
     refuseForeignOrigins(deps.trustedOrigins),
     ...graphqlEnvelope({ bodyLimit: '100kb' }),
     authenticate(verifier, graphqlAuthFailure, session ? { session } : {}),
