@@ -88,10 +88,10 @@ export async function makeProof(keyPair: client.CryptoKeyPair, opts: ProofOption
     .sign(opts.signWith ?? keyPair.privateKey);
 }
 
-/** A proof with `alg: none`: no signature at all. */
-export function unsignedProof(header: Record<string, unknown>, claims: Record<string, unknown>): string {
+/** A proof put together by hand, with whatever header and signature (none by default): for `alg: none` and keys no library signs with. */
+export function rawProof(header: Record<string, unknown>, claims: Record<string, unknown>, signature = ''): string {
   const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-  return `${b64({ ...header, alg: 'none' })}.${b64(claims)}.`;
+  return `${b64(header)}.${b64(claims)}.${signature}`;
 }
 
 function algOf(key: client.CryptoKey): string {
