@@ -23,7 +23,8 @@ export function bearerChallenge(
 
 /** RFC 9449 §7.1: the DPoP scheme's challenge names the proof algorithms this API accepts. */
 export function dpopChallenge(error: 'invalid_token' | 'invalid_dpop_proof', description: string) {
-  return `DPoP error="${error}", error_description="${description.replace(/["\\]/g, '')}", algs="${DPOP_ALGORITHMS.join(' ')}"`;
+  const why = description.replace(/["\\]/g, '');
+  return `DPoP error="${error}", error_description="${why}", algs="${DPOP_ALGORITHMS.join(' ')}"`;
 }
 
 export type AuthFailure = (
@@ -44,9 +45,10 @@ export interface AuthenticateOptions {
 }
 
 /**
- * Resolves the caller from `Authorization: Bearer` or `Authorization: DPoP` (with its `DPoP` proof), or else from a session cookie when sessions are enabled. No
- * credentials means anonymous; credentials that fail verification end the request with 401, never a silent downgrade
- * to anonymous. An Authorization header wins over a cookie: it is what the caller chose to send for this request.
+ * Resolves the caller from `Authorization: Bearer` or `Authorization: DPoP` (with its `DPoP` proof), or else from
+ * a session cookie when sessions are enabled. No credentials means anonymous; credentials that fail verification
+ * end the request with 401, never a silent downgrade to anonymous. An Authorization header wins over a cookie: it
+ * is what the caller chose to send for this request.
  */
 export function authenticate(verifier: TokenVerifier, fail: AuthFailure, options: AuthenticateOptions = {}) {
   return async (req: Request, res: Response, next: NextFunction) => {
@@ -91,7 +93,7 @@ export function authenticate(verifier: TokenVerifier, fail: AuthFailure, options
       if (error instanceof InvalidDpopProofError) {
         return fail(req, res, 401, dpopChallenge('invalid_dpop_proof', error.message), error.message);
       }
-      // The challenge follows the scheme the token needs: DPoP for a bound token, whichever it came with.
+      // A DPoP presentation, and a bound token sent as Bearer, are answered in the DPoP scheme (RFC 9449 §7.1).
       if (error instanceof InvalidTokenError && (dpop || error instanceof BoundTokenError)) {
         return fail(req, res, 401, dpopChallenge('invalid_token', error.message), error.message);
       }
