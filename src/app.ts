@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
 import { browserLoginFor } from './auth/browserLogin.js';
+import { createDpopProofVerifier } from './auth/dpop.js';
 import { createEmbeddedIdp } from './auth/embeddedIdp.js';
 import { createSessionStore } from './auth/sessions.js';
 import type { Config } from './config.js';
@@ -22,6 +23,7 @@ import { buildSchema } from './http/schema.js';
 import { createSseRouter } from './http/sse.js';
 import { createWebSocketServer } from './http/subscriptions.js';
 import type { Database } from './store/db.js';
+import { databaseReplayStore, redisReplayStore } from './store/dpopReplay.js';
 import { createEventBus } from './store/eventBus.js';
 import { RedisKeyValueCache } from './store/redis.js';
 
@@ -53,12 +55,15 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
         logger: logger.child({ component: 'idp' }),
       });
   const issuer = config.oidc.issuer ?? idp!.issuer;
+  // Used DPoP proof ids must be seen by every replica: Redis when there is one, else the shared database.
+  const proofReplay = redis ? redisReplayStore(redis) : await databaseReplayStore(db, logger);
   const verifier = createTokenVerifier({
     issuer,
     audience: config.oidc.audience,
     rolesClaim: config.oidc.rolesClaim,
     // The embedded provider's keys are at hand; any other issuer's come from its discovery document.
     keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer),
+    dpop: createDpopProofVerifier({ publicUrl: config.publicUrl, replay: proofReplay }),
   });
   const sessions = createSessionStore(db);
   const authRouter = createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier) });
@@ -202,6 +207,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       sse.close();
       await bus.close();
       await budget.close();
+      proofReplay.close();
     },
   };
 }

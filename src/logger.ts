@@ -22,6 +22,8 @@ export function createLogger(level: LogLevel): Logger {
         // The parsed query string repeats what req.url carries, unredacted.
         'req.query',
         'req.headers.authorization',
+        // A DPoP proof is a credential until it is used or 60 s old.
+        'req.headers.dpop',
         'req.headers.cookie',
         'res.headers.location',
         'res.headers["set-cookie"]',

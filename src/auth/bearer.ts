@@ -1,5 +1,6 @@
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { User } from '../domain/policy.js';
+import type { DpopProofVerifier } from './dpop.js';
 
 /** Asymmetric algorithms only: a JWKS never holds shared secrets, and `none` is never accepted. */
 export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'EdDSA'];
@@ -14,9 +15,28 @@ export class InvalidTokenError extends Error {
   }
 }
 
+/**
+ * A DPoP-bound token (one with `cnf.jkt`) presented as a Bearer token: refused, or a stolen bound token would
+ * work without its key (RFC 9449 §7.2).
+ */
+export class BoundTokenError extends InvalidTokenError {
+  constructor() {
+    super('The access token is DPoP-bound; send it as Authorization: DPoP with a DPoP proof.');
+    this.name = 'BoundTokenError';
+  }
+}
+
+/** How a request presents its access token: RFC 6750 Bearer, or RFC 9449 DPoP with the request's proof. */
+export type Presentation =
+  | { readonly scheme: 'bearer' }
+  | { readonly scheme: 'dpop'; readonly proof: string | undefined; readonly method: string; readonly path: string };
+
 export interface TokenVerifier {
-  /** Resolves to the caller, or rejects with InvalidTokenError. */
-  verify(token: string): Promise<User>;
+  /**
+   * Resolves to the caller, or rejects with InvalidTokenError (BoundTokenError for a bound token sent as
+   * Bearer) or, for a DPoP presentation, InvalidDpopProofError.
+   */
+  verify(token: string, presentation?: Presentation): Promise<User>;
 }
 
 /** Reads a dotted claim path such as `realm_access.roles` (Keycloak). */
@@ -55,29 +75,61 @@ export function discoveredJwks(issuer: string): JWTVerifyGetKey {
   };
 }
 
+interface VerifiedToken {
+  readonly principal: User;
+  /** The RFC 7638 thumbprint of the key the token is bound to (`cnf.jkt`, RFC 9449 §6.1). */
+  readonly jkt?: string;
+  readonly notBefore?: number;
+}
+
+/** `cnf.jkt`; any other `cnf` content is a binding this API cannot check, so it refuses the token. */
+function boundThumbprint(payload: JWTPayload): string | undefined {
+  if (payload.cnf === undefined) return undefined;
+  const jkt = (payload.cnf as { jkt?: unknown } | null)?.jkt;
+  if (typeof jkt !== 'string' || jkt.length === 0) {
+    throw new InvalidTokenError('The access token is bound to a key in a way this API cannot check.');
+  }
+  return jkt;
+}
+
 export function createTokenVerifier(opts: {
   issuer: string;
   audience: string;
   rolesClaim: string;
   keys: JWTVerifyGetKey;
+  /** Checks the proofs of DPoP-bound tokens; without it, every DPoP presentation is refused. */
+  dpop?: DpopProofVerifier;
 }): TokenVerifier {
   // A token that verified once stays valid until it expires (JWTs cannot be revoked), so checking its
-  // signature again on every request is wasted work; only the expiry is re-checked on a hit.
-  const verified = new Map<string, User>();
+  // signature again on every request is wasted work; only the expiry is re-checked on a hit. The binding
+  // is cached with the token, so a hit is held to its proof exactly as a first sight is.
+  const verified = new Map<string, VerifiedToken>();
   return {
-    async verify(token) {
-      const hit = verified.get(token);
-      if (hit && hit.expiresAt! > Date.now()) return hit;
-      if (hit) verified.delete(token);
-      const { principal, notBefore } = await verifyToken(token);
-      if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
-      // A token that is not yet valid (nbf) is never cached, so it is checked again next time.
-      if (notBefore === undefined || notBefore <= Date.now()) verified.set(token, principal);
+    async verify(token, presentation = { scheme: 'bearer' }) {
+      const { principal, jkt } = await verifiedToken(token);
+      if (presentation.scheme === 'bearer') {
+        if (jkt !== undefined) throw new BoundTokenError();
+        return principal;
+      }
+      if (jkt === undefined) throw new InvalidTokenError('The access token is not DPoP-bound; send it as Bearer.');
+      if (!opts.dpop) throw new InvalidTokenError('DPoP-bound access tokens are not accepted here.');
+      await opts.dpop.verify(presentation.proof, { ...presentation, accessToken: token, jkt });
       return principal;
     },
   };
 
-  async function verifyToken(token: string): Promise<{ principal: User; notBefore?: number }> {
+  async function verifiedToken(token: string): Promise<VerifiedToken> {
+    const hit = verified.get(token);
+    if (hit && hit.principal.expiresAt! > Date.now()) return hit;
+    if (hit) verified.delete(token);
+    const result = await verifyToken(token);
+    if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
+    // A token that is not yet valid (nbf) is never cached, so it is checked again next time.
+    if (result.notBefore === undefined || result.notBefore <= Date.now()) verified.set(token, result);
+    return result;
+  }
+
+  async function verifyToken(token: string): Promise<VerifiedToken> {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, opts.keys, {
@@ -105,6 +157,11 @@ export function createTokenVerifier(opts: {
       ...(email ? { email } : {}),
       expiresAt: payload.exp! * 1000,
     };
-    return { principal, ...(payload.nbf !== undefined ? { notBefore: payload.nbf * 1000 } : {}) };
+    const jkt = boundThumbprint(payload);
+    return {
+      principal,
+      ...(jkt !== undefined ? { jkt } : {}),
+      ...(payload.nbf !== undefined ? { notBefore: payload.nbf * 1000 } : {}),
+    };
   }
 }

@@ -10,6 +10,8 @@ export interface PkceLoginOptions {
   redirectUri?: string;
   /** Defaults to 'openid profile email orders:read orders:write'. */
   scope?: string;
+  /** Asks for a DPoP-bound access token (RFC 9449) tied to this key pair; see `dpop` in the result. */
+  dpopKeyPair?: client.CryptoKeyPair;
 }
 
 export interface PkceLoginResult {
@@ -18,6 +20,10 @@ export interface PkceLoginResult {
   refreshToken?: string;
   expiresIn: number;
   tokenType: string;
+  /** The client configuration, for openid-client calls with the token (fetchProtectedResource). */
+  config: client.Configuration;
+  /** The handle that signs DPoP proofs with `dpopKeyPair`, when one was given. */
+  dpop?: client.DPoPHandle;
 }
 
 const TIMEOUT_SECONDS = 15;
@@ -45,6 +51,7 @@ export async function loginWithPkce(opts: PkceLoginOptions): Promise<PkceLoginRe
     }),
   );
 
+  const dpop = opts.dpopKeyPair && client.getDPoPHandle(config, opts.dpopKeyPair);
   const codeVerifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
   const nonce = client.randomNonce();
@@ -70,12 +77,18 @@ export async function loginWithPkce(opts: PkceLoginOptions): Promise<PkceLoginRe
   if (!params.get('code')) throw new Error('authorization failed: the redirect carries no code');
 
   const tokens = await step('token request failed', () =>
-    client.authorizationCodeGrant(config, callbackUrl, {
-      pkceCodeVerifier: codeVerifier,
-      expectedState: state,
-      expectedNonce: nonce,
-      idTokenExpected: scope.split(' ').includes('openid'),
-    }),
+    client.authorizationCodeGrant(
+      config,
+      callbackUrl,
+      {
+        pkceCodeVerifier: codeVerifier,
+        expectedState: state,
+        expectedNonce: nonce,
+        idTokenExpected: scope.split(' ').includes('openid'),
+      },
+      undefined,
+      dpop ? { DPoP: dpop } : undefined,
+    ),
   );
 
   return {
@@ -84,6 +97,8 @@ export async function loginWithPkce(opts: PkceLoginOptions): Promise<PkceLoginRe
     refreshToken: tokens.refresh_token,
     expiresIn: tokens.expires_in ?? 0,
     tokenType: tokens.token_type,
+    config,
+    ...(dpop ? { dpop } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
+import { BoundTokenError, InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
+import { DPOP_ALGORITHMS, InvalidDpopProofError } from '../auth/dpop.js';
 import { ANONYMOUS, type Principal, type User } from '../domain/policy.js';
 import { readCookie } from './cookies.js';
 
@@ -20,6 +21,12 @@ export function bearerChallenge(
   return `Bearer ${params.join(', ')}`;
 }
 
+/** RFC 9449 §7.1: the DPoP scheme's challenge names the proof algorithms this API accepts. */
+export function dpopChallenge(error: 'invalid_token' | 'invalid_dpop_proof', description: string) {
+  const why = description.replace(/["\\]/g, '');
+  return `DPoP error="${error}", error_description="${why}", algs="${DPOP_ALGORITHMS.join(' ')}"`;
+}
+
 export type AuthFailure = (
   req: Request,
   res: Response,
@@ -38,9 +45,10 @@ export interface AuthenticateOptions {
 }
 
 /**
- * Resolves the caller from `Authorization: Bearer`, or else from a session cookie when sessions are enabled. No
- * credentials means anonymous; credentials that fail verification end the request with 401, never a silent downgrade
- * to anonymous. A Bearer header wins over a cookie: it is what the caller chose to send for this request.
+ * Resolves the caller from `Authorization: Bearer` or `Authorization: DPoP` (with its `DPoP` proof), or else from
+ * a session cookie when sessions are enabled. No credentials means anonymous; credentials that fail verification
+ * end the request with 401, never a silent downgrade to anonymous. An Authorization header wins over a cookie: it
+ * is what the caller chose to send for this request.
  */
 export function authenticate(verifier: TokenVerifier, fail: AuthFailure, options: AuthenticateOptions = {}) {
   return async (req: Request, res: Response, next: NextFunction) => {
@@ -58,20 +66,37 @@ export function authenticate(verifier: TokenVerifier, fail: AuthFailure, options
       res.locals.principal = ANONYMOUS;
       return next();
     }
-    const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
+    const match = /^(Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
     if (!match) {
       return fail(
         req,
         res,
         401,
-        bearerChallenge('invalid_request', 'Use Authorization: Bearer <token>'),
-        'The Authorization header must carry a Bearer token.',
+        bearerChallenge('invalid_request', 'Use Authorization: Bearer <token> or DPoP <token>'),
+        'The Authorization header must carry a Bearer or DPoP token.',
       );
     }
+    const dpop = match[1]!.toLowerCase() === 'dpop';
+    const proofs = req.headersDistinct.dpop ?? [];
+    // RFC 9449 §4.3 step 1: exactly one proof; two could let a proxy and the client disagree on which counts.
+    if (dpop && proofs.length > 1) {
+      const detail = 'Send exactly one DPoP proof header.';
+      return fail(req, res, 401, dpopChallenge('invalid_dpop_proof', detail), detail);
+    }
     try {
-      res.locals.principal = await verifier.verify(match[1]!);
+      res.locals.principal = await verifier.verify(
+        match[2]!,
+        dpop ? { scheme: 'dpop', proof: proofs[0], method: req.method, path: req.originalUrl } : { scheme: 'bearer' },
+      );
       next();
     } catch (error) {
+      if (error instanceof InvalidDpopProofError) {
+        return fail(req, res, 401, dpopChallenge('invalid_dpop_proof', error.message), error.message);
+      }
+      // A DPoP presentation, and a bound token sent as Bearer, are answered in the DPoP scheme (RFC 9449 §7.1).
+      if (error instanceof InvalidTokenError && (dpop || error instanceof BoundTokenError)) {
+        return fail(req, res, 401, dpopChallenge('invalid_token', error.message), error.message);
+      }
       if (error instanceof InvalidTokenError) {
         return fail(req, res, 401, bearerChallenge('invalid_token', error.message), error.message);
       }

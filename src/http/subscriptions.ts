@@ -6,7 +6,7 @@ import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
+import { BoundTokenError, InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
 import { createContext, type Context } from '../context.js';
 import { ANONYMOUS, type Principal } from '../domain/policy.js';
 import type { Services } from '../domain/services.js';
@@ -85,7 +85,12 @@ export function createWebSocketServer(deps: {
           return true;
         } catch (error) {
           if (!(error instanceof InvalidTokenError)) logger.error({ err: error }, 'token verification failed');
-          ctx.extra.socket.close(CLOSE.unauthorized, 'Unauthorized: the access token is not valid');
+          ctx.extra.socket.close(
+            CLOSE.unauthorized,
+            error instanceof BoundTokenError
+              ? 'Unauthorized: DPoP-bound access tokens are not accepted over WebSocket; use a Bearer token'
+              : 'Unauthorized: the access token is not valid',
+          );
           return false;
         }
       },

@@ -148,6 +148,19 @@ export const MIGRATIONS: readonly Migration[] = [
       create index order_events_created_idx on order_events (created_at);
     `,
   },
+  {
+    version: 7,
+    name: 'dpop proof ids',
+    sql: `
+      -- DPoP proofs already used (RFC 9449 §11.1), kept until they would be refused as too old anyway.
+      -- The key is a SHA-256 of the proof's key thumbprint and jti: bounded size, whatever the client sent.
+      create table dpop_proof_jtis (
+        key        text primary key,
+        expires_at timestamptz not null
+      );
+      create index dpop_proof_jtis_expires_idx on dpop_proof_jtis (expires_at);
+    `,
+  },
 ];
 
 /** Applies pending migrations; an advisory lock keeps replicas starting together from racing. */

@@ -31,12 +31,13 @@ export const openapiDocument = {
     title: 'Orders API',
     version: '1.0.0',
     description:
-      'Orders as HTTP resources. Every request carries `Authorization: Bearer <access token>`. Errors are ' +
+      'Orders as HTTP resources. Every request carries `Authorization: Bearer <access token>` (or, for a ' +
+      'DPoP-bound token, `Authorization: DPoP <access token>` and a `DPoP` proof, RFC 9449). Errors are ' +
       '`application/problem+json` (RFC 9457); each `type` URI is a page describing the problem. Money is in ' +
       'integer minor units (cents).',
   },
   servers: [{ url: '/v1' }],
-  security: [{ bearer: [] }],
+  security: [{ bearer: [] }, { dpop: [] }],
   paths: {
     '/orders': {
       get: {
@@ -182,7 +183,11 @@ export const openapiDocument = {
     },
   },
   components: {
-    securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+    securitySchemes: {
+      bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+      // RFC 9449: a DPoP-bound token, with a `DPoP` proof header on every request.
+      dpop: { type: 'http', scheme: 'dpop' },
+    },
     parameters: {
       OrderId: { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
       IdempotencyKey: {
@@ -209,7 +214,7 @@ export const openapiDocument = {
         description: 'rel="next" when more orders follow.',
         schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$' },
       },
-      WWWAuthenticate: { required: true, schema: { type: 'string', pattern: '^Bearer ' } },
+      WWWAuthenticate: { required: true, schema: { type: 'string', pattern: '^(Bearer|DPoP) ' } },
       AcceptPatch: { required: true, schema: { const: 'application/merge-patch+json' } },
       RetryAfter: { required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
     },
