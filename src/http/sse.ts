@@ -8,7 +8,8 @@ import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
 import { depthLimit, MAX_DEPTH } from './depthLimit.js';
 import { formatResult } from './graphqlErrors.js';
-import { graphqlAuthFailure, refuseForeignOrigins } from './graphqlEnvelope.js';
+import { graphqlAuthFailure, refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
+import { holdSseStream, type StreamRegistry } from './streams.js';
 
 const EVENT_ID = /^\d{1,19}$/;
 
@@ -42,6 +43,8 @@ export function createSseRouter(deps: {
   logger: Logger;
   session: NonNullable<AuthenticateOptions['session']>;
   trustedOrigins: ReadonlySet<string>;
+  /** Open streams of this replica: per-IP and per-user bounds, and the sessions behind them. */
+  streams: StreamRegistry;
 }) {
   const rules = [...specifiedRules, depthLimit(MAX_DEPTH)];
   /** How to cut off the stream a request holds, for a subscriber that is too slow or whose credential expired. */
@@ -82,8 +85,8 @@ export function createSseRouter(deps: {
       raw: req,
       context: undefined,
     });
-    res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
     if (body === null || typeof body === 'string') {
+      res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
       res.end(body ?? undefined);
       return;
     }
@@ -92,10 +95,25 @@ export function createSseRouter(deps: {
       if (ended) return;
       ended = true;
       open.delete(end);
+      release?.();
       if (reason) res.write(`: closed: ${reason.replace(/\n/g, ' ')}\n\n`);
       void body.return();
       res.end();
     };
+    const release = holdSseStream(deps.streams, req, res.locals.principal, deps.session.cookieName, end);
+    if (!release) {
+      void body.return();
+      const { limits } = deps.streams;
+      return sendGraphqlError(
+        req,
+        res,
+        `At most ${limits.maxPerUser} streams (WebSocket subscriptions and SSE streams) per user, and ` +
+          `${limits.sseAnonymousMaxPerIp} anonymous SSE streams per client address.`,
+        'TOO_MANY_SUBSCRIPTIONS',
+        { status: 429 },
+      );
+    }
+    res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
     enders.set(req, end);
     open.add(end);
     req.on('close', () => end());

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Database } from './db.js';
-import { deleteOldEvents, eventFromJson, eventsAfter, latestEventId, type StoredEvent } from './events.js';
+import { eventFromJson, eventsAfter, latestEventId, type StoredEvent } from './events.js';
 
 /** A safety net under Redis pub/sub (and the only path between replicas without Redis). */
 const POLL_MS = 5_000;
@@ -79,8 +79,6 @@ export async function createEventBus(deps: { db: Database; redis?: Redis; logger
 
   const poll = setInterval(() => deliver(null), POLL_MS);
   poll.unref();
-  const sweep = setInterval(() => void deleteOldEvents(db).catch(() => undefined), 60 * 60_000);
-  sweep.unref();
 
   return {
     publish(event) {
@@ -100,7 +98,6 @@ export async function createEventBus(deps: { db: Database; redis?: Redis; logger
     lastDelivered: () => last.toString(),
     async close() {
       clearInterval(poll);
-      clearInterval(sweep);
       listeners.clear();
       await subscriber?.quit();
       await queue;
