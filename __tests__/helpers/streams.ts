@@ -40,6 +40,7 @@ export function rawSocket(url: string, headers: Record<string, string> = {}) {
     send: (message: object) => socket.send(JSON.stringify(message)),
     /** connection_init, then waits for the ack. */
     async init(payload: Record<string, unknown> = {}) {
+      if ((await opened) !== 101) throw new Error('the handshake was refused');
       socket.send(JSON.stringify({ type: 'connection_init', payload }));
       await until((m) => m.type === 'connection_ack');
     },
@@ -73,13 +74,16 @@ export function cookieClient(url: string, cookie: string) {
  * server has answered; `text` with everything the stream carried once it ends.
  */
 export async function sseStream(url: string, headers: Record<string, string>, query = ORDER_CREATED) {
+  const controller = new AbortController();
   const res = await fetch(`${url}/graphql/stream`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
     body: JSON.stringify({ query }),
+    signal: controller.signal,
   });
-  const text = res.text();
-  return { res, text };
+  // A stream cut off (by us or by the server shutting down) resolves empty: nothing waits on it unhandled.
+  const text = res.text().catch(() => '');
+  return { res, text, close: () => controller.abort() };
 }
 
 /** Rejects unless `promise` settles within `ms`: a bound the issue promises, not a measurement. */

@@ -116,7 +116,8 @@ export function createSseRouter(deps: {
     res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
     enders.set(req, end);
     open.add(end);
-    req.on('close', () => end());
+    // The response's close, not the request's: that one fires as soon as the body has been read.
+    res.on('close', () => end());
     for await (const message of body) {
       if (ended) break;
       res.write(withEventId(message));
