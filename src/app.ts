@@ -9,7 +9,7 @@ import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
 import { browserLoginFor } from './auth/browserLogin.js';
 import { createDpopProofVerifier } from './auth/dpop.js';
 import { createEmbeddedIdp } from './auth/embeddedIdp.js';
-import { createSessionStore } from './auth/sessions.js';
+import { createSessionStore, deleteExpiredSessions } from './auth/sessions.js';
 import type { Config } from './config.js';
 import { createServices } from './domain/services.js';
 import { createAuthRouter } from './http/authRoutes.js';
@@ -21,10 +21,14 @@ import { problemPage, sendProblem } from './http/problems.js';
 import { createRestRouter } from './http/rest/index.js';
 import { buildSchema } from './http/schema.js';
 import { createSseRouter } from './http/sse.js';
+import { createStreamRegistry, endingStreamsOnRevoke } from './http/streams.js';
 import { createWebSocketServer } from './http/subscriptions.js';
 import type { Database } from './store/db.js';
 import { databaseReplayStore, redisReplayStore } from './store/dpopReplay.js';
 import { createEventBus } from './store/eventBus.js';
+import { deleteOldEvents } from './store/events.js';
+import { deleteExpiredKeys } from './store/idempotency.js';
+import { createSweeper } from './store/sweeper.js';
 import { RedisKeyValueCache } from './store/redis.js';
 
 export interface AppDeps {
@@ -65,16 +69,27 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer),
     dpop: createDpopProofVerifier({ publicUrl: config.publicUrl, replay: proofReplay }),
   });
-  const sessions = createSessionStore(db);
+  const sessionStore = createSessionStore(db, { loginAttemptsPerIp: config.loginAttemptsPerIp });
+  const streams = createStreamRegistry({
+    limits: config.streams,
+    sessions: sessionStore,
+    channelPrefix: `orders-api:${db.identity}`,
+    logger,
+    ...(redis ? { redis } : {}),
+  });
+  const sessions = endingStreamsOnRevoke(sessionStore, streams);
+  const sweeper = createSweeper({
+    db,
+    intervalMs: config.sweepIntervalSeconds * 1000,
+    logger,
+    tasks: { idempotencyKeys: deleteExpiredKeys, sessions: deleteExpiredSessions, orderEvents: deleteOldEvents },
+  });
   const authRouter = createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier) });
-  // The session cookie authenticates GraphQL on every transport (REST stays Bearer-only). The principal
-  // carries the session's end, so a long-lived stream stops with it as it does with a token's.
+  // The session cookie authenticates GraphQL on every transport (REST stays Bearer-only). Streams it opens end
+  // with the session (logout, expiry, revocation) through the stream registry, so the principal carries no end.
   const sessionAuth = {
     cookieName: authCookies(config.publicUrl).session,
-    lookup: async (id: string) => {
-      const session = await sessions.touch(id);
-      return session && { ...session.user, expiresAt: session.expiresAt.getTime() };
-    },
+    lookup: async (id: string) => (await sessions.touch(id))?.user ?? null,
   };
   const trusted = trustedOrigins(config.publicUrl, config.corsOrigins);
   const graphql = await createGraphqlRouter({
@@ -96,6 +111,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     logger,
     session: sessionAuth,
     trustedOrigins: trusted,
+    streams,
   });
 
   let draining = false;
@@ -188,6 +204,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     metrics,
     issuer,
     budget,
+    sweeper,
     /** WebSocket subscriptions share the /graphql path with HTTP. */
     websockets: createWebSocketServer({
       schema,
@@ -196,6 +213,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       logger,
       session: sessionAuth,
       trustedOrigins: trusted,
+      streams,
+      trustProxy: config.trustProxy,
     }),
     /** Readiness turns false first, so the load balancer stops sending before sockets close. */
     startDraining() {
@@ -205,6 +224,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       await graphql.stop();
       await idp?.close();
       sse.close();
+      await sweeper.stop();
+      await streams.close();
       await bus.close();
       await budget.close();
       proofReplay.close();

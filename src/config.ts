@@ -79,6 +79,14 @@ const EnvSchema = z.object({
   RATE_LIMIT_POINTS: z.coerce.number().int().min(1).default(5000),
   RATE_LIMIT_WINDOW_S: z.coerce.number().int().min(1).default(3600),
   EVENT_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(5000),
+  WS_IDLE_TIMEOUT_S: z.coerce.number().int().min(1).max(86_400).default(60),
+  WS_INIT_TIMEOUT_S: z.coerce.number().int().min(1).max(60).default(3),
+  WS_MAX_PER_IP: z.coerce.number().int().min(1).default(50),
+  WS_MAX_SUBSCRIPTIONS_PER_SOCKET: z.coerce.number().int().min(1).default(25),
+  STREAMS_MAX_PER_USER: z.coerce.number().int().min(1).default(100),
+  SSE_ANONYMOUS_MAX_PER_IP: z.coerce.number().int().min(1).default(10),
+  LOGIN_ATTEMPTS_PER_IP: z.coerce.number().int().min(1).max(10_000).default(50),
+  SWEEP_INTERVAL_S: z.coerce.number().int().min(1).max(86_400).default(300),
   TRUST_PROXY: z
     .string()
     .trim()
@@ -139,6 +147,24 @@ export interface Config {
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number };
   /** How often each replica reads the event outbox for what Redis did not bring (or, without Redis, everything). */
   readonly eventPollMs: number;
+  /** Bounds on long-lived connections (WebSocket and SSE); counts are per replica. */
+  readonly streams: StreamLimits;
+  /** Sign-ins in progress kept per client IP; the oldest gives way. */
+  readonly loginAttemptsPerIp: number;
+  /** How often one replica deletes expired rows (idempotency keys, sessions, sign-ins, old events). */
+  readonly sweepIntervalSeconds: number;
+}
+
+export interface StreamLimits {
+  /** An initialised WebSocket holding no subscription closes after this long. */
+  readonly wsIdleTimeoutSeconds: number;
+  /** A WebSocket that has not sent connection_init by then closes (graphql-ws: 4408). */
+  readonly wsInitTimeoutSeconds: number;
+  readonly wsMaxPerIp: number;
+  readonly wsMaxSubscriptionsPerSocket: number;
+  /** WebSocket subscriptions and SSE streams of one user together. */
+  readonly maxPerUser: number;
+  readonly sseAnonymousMaxPerIp: number;
 }
 
 export class ConfigError extends Error {
@@ -179,6 +205,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     rateLimit: { points: e.RATE_LIMIT_POINTS, windowSeconds: e.RATE_LIMIT_WINDOW_S },
     eventPollMs: e.EVENT_POLL_MS,
+    streams: {
+      wsIdleTimeoutSeconds: e.WS_IDLE_TIMEOUT_S,
+      wsInitTimeoutSeconds: e.WS_INIT_TIMEOUT_S,
+      wsMaxPerIp: e.WS_MAX_PER_IP,
+      wsMaxSubscriptionsPerSocket: e.WS_MAX_SUBSCRIPTIONS_PER_SOCKET,
+      maxPerUser: e.STREAMS_MAX_PER_USER,
+      sseAnonymousMaxPerIp: e.SSE_ANONYMOUS_MAX_PER_IP,
+    },
+    loginAttemptsPerIp: e.LOGIN_ATTEMPTS_PER_IP,
+    sweepIntervalSeconds: e.SWEEP_INTERVAL_S,
   };
   return deepFreeze(config);
 }

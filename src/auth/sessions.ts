@@ -21,6 +21,11 @@ function hashId(id: string): string {
   return createHash('sha256').update(id).digest('base64url');
 }
 
+/** What a session is known by outside its cookie: the hash of its id, never the id itself. */
+export function sessionKey(id: string): string | null {
+  return ID_SHAPE.test(id) ? hashId(id) : null;
+}
+
 export interface LoginAttempt {
   readonly state: string;
   readonly nonce: string;
@@ -78,17 +83,34 @@ function toSession(row: unknown): Session {
  * Server-side state of browser sign-in, in PostgreSQL so that every replica sees a session (and its revocation)
  * at once. Times come from the database clock, the one clock all replicas share.
  */
-export function createSessionStore(db: Queryable) {
+export function createSessionStore(db: Queryable, opts: { loginAttemptsPerIp?: number } = {}) {
+  const attemptsPerIp = opts.loginAttemptsPerIp ?? 50;
   return {
-    /** Stores a sign-in in progress; the returned id goes into the short-lived login cookie. */
-    async saveLoginAttempt(attempt: LoginAttempt): Promise<string> {
+    /**
+     * Stores a sign-in in progress; the returned id goes into the short-lived login cookie. Anyone can start one,
+     * so each client IP keeps only its newest few: a flood from one address replaces its own rows, never grows.
+     */
+    async saveLoginAttempt(attempt: LoginAttempt, clientIp = 'unknown'): Promise<string> {
       const id = newId();
-      // Sign-ins are rare next to requests, so they clear away what has expired instead of a timer.
       await db.query(`delete from auth_login_attempts where expires_at <= now()`);
       await db.query(
-        `insert into auth_login_attempts (id_hash, state, nonce, code_verifier, return_to, expires_at)
-         values ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))`,
-        [hashId(id), attempt.state, attempt.nonce, attempt.codeVerifier, attempt.returnTo, LOGIN_ATTEMPT_SECONDS],
+        `insert into auth_login_attempts (id_hash, state, nonce, code_verifier, return_to, client_ip, expires_at)
+         values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
+        [
+          hashId(id),
+          attempt.state,
+          attempt.nonce,
+          attempt.codeVerifier,
+          attempt.returnTo,
+          clientIp,
+          LOGIN_ATTEMPT_SECONDS,
+        ],
+      );
+      await db.query(
+        `delete from auth_login_attempts where id_hash in (
+           select id_hash from auth_login_attempts where client_ip = $1
+           order by created_at desc, expires_at desc offset $2)`,
+        [clientIp, attemptsPerIp],
       );
       return id;
     },
@@ -141,6 +163,29 @@ export function createSessionStore(db: Queryable) {
       return row ? toSession(row) : null;
     },
 
+    /**
+     * Of these session keys, the ones still live. An open stream counts as use, so their idle clocks restart
+     * (at most once a minute, to spare writes).
+     */
+    async liveAmong(keys: readonly string[]): Promise<Set<string>> {
+      if (!keys.length) return new Set();
+      const rows = await db.query<{ id_hash: string }>(
+        `with live as (
+           select id_hash, last_seen_at from auth_sessions
+           where id_hash in (select jsonb_array_elements_text($1::jsonb))
+             and revoked_at is null and expires_at > now()
+             and last_seen_at > now() - make_interval(secs => $2)
+         ), touched as (
+           update auth_sessions s set last_seen_at = now() from live
+           where s.id_hash = live.id_hash and live.last_seen_at < now() - interval '60 seconds'
+           returning s.id_hash
+         )
+         select id_hash from live`,
+        [JSON.stringify(keys), IDLE_TIMEOUT_SECONDS],
+      );
+      return new Set(rows.map((r) => r.id_hash));
+    },
+
     /** Ends the session for every replica at once; returns its ID token for the identity provider's logout. */
     async revoke(id: string): Promise<{ idToken?: string } | null> {
       if (!ID_SHAPE.test(id)) return null;
@@ -158,3 +203,13 @@ export function createSessionStore(db: Queryable) {
 }
 
 export type SessionStore = ReturnType<typeof createSessionStore>;
+
+/** Reclaims space: sessions that can never authenticate again (expired, idle too long, revoked) and stale sign-ins. */
+export async function deleteExpiredSessions(db: Queryable): Promise<void> {
+  await db.query(`delete from auth_login_attempts where expires_at <= now()`);
+  await db.query(
+    `delete from auth_sessions
+     where expires_at <= now() or revoked_at is not null or last_seen_at <= now() - make_interval(secs => $1)`,
+    [IDLE_TIMEOUT_SECONDS],
+  );
+}

@@ -75,7 +75,7 @@ export function createAuthRouter(deps: { config: Config; sessions: SessionStore;
       req.log.warn({ event: 'auth.login_unavailable', reason: error.reason }, 'browser sign-in cannot start');
       return page(res, 503, 'Sign-in is unavailable', `${error.message} Please try again in a moment.`);
     }
-    const attemptId = await sessions.saveLoginAttempt({ ...started.attempt, returnTo });
+    const attemptId = await sessions.saveLoginAttempt({ ...started.attempt, returnTo }, req.ip);
     res.setHeader(
       'Set-Cookie',
       serializeCookie(cookies.login, attemptId, {

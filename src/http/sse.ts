@@ -9,7 +9,8 @@ import { authenticate, type AuthenticateOptions } from './authenticate.js';
 import { refuseCookieCsrf } from './cookieCsrf.js';
 import { depthLimit, MAX_DEPTH } from './depthLimit.js';
 import { formatResult } from './graphqlErrors.js';
-import { graphqlAuthFailure, refuseForeignOrigins } from './graphqlEnvelope.js';
+import { graphqlAuthFailure, refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
+import { holdSseStream, type StreamRegistry } from './streams.js';
 
 const EVENT_ID = /^\d{1,19}$/;
 
@@ -43,6 +44,8 @@ export function createSseRouter(deps: {
   logger: Logger;
   session: NonNullable<AuthenticateOptions['session']>;
   trustedOrigins: ReadonlySet<string>;
+  /** Open streams of this replica: per-IP and per-user bounds, and the sessions behind them. */
+  streams: StreamRegistry;
 }) {
   const rules = [...specifiedRules, depthLimit(MAX_DEPTH)];
   /** How to cut off the stream a request holds, for a subscriber that is too slow or whose credential expired. */
@@ -84,8 +87,8 @@ export function createSseRouter(deps: {
       raw: req,
       context: undefined,
     });
-    res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
     if (body === null || typeof body === 'string') {
+      res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
       res.end(body ?? undefined);
       return;
     }
@@ -94,13 +97,29 @@ export function createSseRouter(deps: {
       if (ended) return;
       ended = true;
       open.delete(end);
+      release?.();
       if (reason) res.write(`: closed: ${reason.replace(/\n/g, ' ')}\n\n`);
       void body.return();
       res.end();
     };
+    const release = holdSseStream(deps.streams, req, res.locals.principal, deps.session.cookieName, end);
+    if (!release) {
+      void body.return();
+      const { limits } = deps.streams;
+      return sendGraphqlError(
+        req,
+        res,
+        `At most ${limits.maxPerUser} streams (WebSocket subscriptions and SSE streams) per user, and ` +
+          `${limits.sseAnonymousMaxPerIp} anonymous SSE streams per client address.`,
+        'TOO_MANY_SUBSCRIPTIONS',
+        { status: 429 },
+      );
+    }
+    res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
     enders.set(req, end);
     open.add(end);
-    req.on('close', () => end());
+    // The response's close, not the request's: that one fires as soon as the body has been read.
+    res.on('close', () => end());
     for await (const message of body) {
       if (ended) break;
       res.write(withEventId(message));

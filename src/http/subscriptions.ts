@@ -14,16 +14,26 @@ import { depthLimit, MAX_DEPTH } from './depthLimit.js';
 import type { AuthenticateOptions } from './authenticate.js';
 import { isForeignOrigin, readCookie } from './cookies.js';
 import { formatError, formatResult } from './graphqlErrors.js';
+import { clientIp, idleTimer, type Release, type StreamRegistry } from './streams.js';
 
-export const LIMITS = { perConnection: 25, perPrincipal: 100, maxPayloadBytes: 64 * 1024 } as const;
+const MAX_PAYLOAD_BYTES = 64 * 1024;
 
 /** WebSocket close codes: graphql-ws's own where the protocol has one, RFC 6455's otherwise. */
-const CLOSE = { unauthorized: CloseCode.Unauthorized, policy: 1008, goingAway: 1001 } as const;
+const CLOSE = {
+  unauthorized: CloseCode.Unauthorized,
+  sessionEnded: CloseCode.Forbidden,
+  policy: 1008,
+  goingAway: 1001,
+  idle: 1000,
+} as const;
 
 interface ConnectionState {
   principal: Principal;
   requestId: string;
-  subscriptions: number;
+  /** Each operation's hold on a slot, by operation id; released once whichever way it ends. */
+  slots: Map<string, Release>;
+  idle: ReturnType<typeof idleTimer>;
+  unbindSession?: Release;
 }
 
 function bearerFrom(params: Record<string, unknown> | undefined): string | undefined {
@@ -46,38 +56,53 @@ export function createWebSocketServer(deps: {
   session: NonNullable<AuthenticateOptions['session']>;
   /** Origins a cookie-bearing handshake may come from. */
   trustedOrigins: ReadonlySet<string>;
+  /** Open streams of this replica: per-IP and per-user bounds, and the sessions behind them. */
+  streams: StreamRegistry;
+  trustProxy: boolean | number;
 }) {
-  const { services, verifier, logger } = deps;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.maxPayloadBytes });
+  const { services, verifier, logger, streams } = deps;
+  const { limits } = streams;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
   const states = new WeakMap<object, ConnectionState>();
-  const perPrincipal = new Map<string, number>();
   const rules = [...specifiedRules, depthLimit(MAX_DEPTH)];
 
-  const adjust = (state: ConnectionState, delta: number) => {
-    state.subscriptions += delta;
-    if (state.principal.kind !== 'user') return;
-    const n = (perPrincipal.get(state.principal.subject) ?? 0) + delta;
-    if (n > 0) perPrincipal.set(state.principal.subject, n);
-    else perPrincipal.delete(state.principal.subject);
+  const release = (state: ConnectionState | undefined, id: string) => {
+    if (!state) return;
+    state.slots.get(id)?.();
+    state.slots.delete(id);
+    if (!state.slots.size) state.idle.idle();
   };
 
   const server = useServer<Record<string, unknown>, { state?: ConnectionState }>(
     {
       schema: deps.schema,
       validate: (schema, document) => validate(schema, document, rules),
+      connectionInitWaitTimeout: limits.wsInitTimeoutSeconds * 1000,
       async onConnect(ctx) {
         const token = bearerFrom(ctx.connectionParams);
-        const state: ConnectionState = { principal: ANONYMOUS, requestId: randomUUID(), subscriptions: 0 };
+        const socket: WebSocket = ctx.extra.socket;
+        const state: ConnectionState = {
+          principal: ANONYMOUS,
+          requestId: randomUUID(),
+          slots: new Map(),
+          idle: idleTimer(limits.wsIdleTimeoutSeconds * 1000, () => socket.close(CLOSE.idle, 'Idle timeout')),
+        };
         states.set(ctx.extra, state);
+        state.idle.idle();
         if (token === undefined) {
           const sessionId = readCookie(ctx.extra.request.headers.cookie, deps.session.cookieName);
           if (sessionId === undefined) return true;
           const user = await deps.session.lookup(sessionId);
+          // Gone while the session was looked up: onClose has run, so nothing may be bound to it any more.
+          if (socket.readyState !== socket.OPEN) return false;
           if (!user) {
             ctx.extra.socket.close(CLOSE.unauthorized, 'Unauthorized: the session has ended; sign in again');
             return false;
           }
           state.principal = user;
+          state.unbindSession = streams.bindSession(sessionId, (reason) =>
+            socket.close(CLOSE.sessionEnded, reason.slice(0, 120)),
+          );
           return true;
         }
         try {
@@ -94,27 +119,36 @@ export function createWebSocketServer(deps: {
           return false;
         }
       },
-      onSubscribe(ctx) {
+      onSubscribe(ctx, id) {
         const state = states.get(ctx.extra)!;
-        const subject = state.principal.kind === 'user' ? state.principal.subject : '';
-        if (state.subscriptions >= LIMITS.perConnection || (perPrincipal.get(subject) ?? 0) >= LIMITS.perPrincipal) {
+        // The slot is taken here, before any await, so a burst of subscribe messages cannot overshoot.
+        const slot =
+          state.slots.size >= limits.wsMaxSubscriptionsPerSocket
+            ? null
+            : state.principal.kind === 'user'
+              ? streams.takeUserSlot(state.principal.subject)
+              : () => undefined;
+        if (!slot) {
           return [
             new GraphQLError(
-              `At most ${LIMITS.perConnection} subscriptions per connection and ${LIMITS.perPrincipal} per user.`,
+              `At most ${limits.wsMaxSubscriptionsPerSocket} subscriptions per connection and ` +
+                `${limits.maxPerUser} streams (WebSocket subscriptions and SSE streams) per user.`,
               { extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' } },
             ),
           ];
         }
-        // The slot is taken here, before any await, so a burst of subscribe messages cannot overshoot.
-        adjust(state, 1);
+        state.slots.set(id, slot);
+        state.idle.busy();
       },
-      onComplete(ctx) {
-        const state = states.get(ctx.extra);
-        if (state) adjust(state, -1);
-      },
+      // graphql-ws reports a refused operation (validation, unknown operation) through onError without onComplete.
+      onComplete: (ctx, id) => release(states.get(ctx.extra), id),
       onClose(ctx) {
         const state = states.get(ctx.extra);
-        if (state && state.subscriptions) adjust(state, -state.subscriptions);
+        if (!state) return;
+        state.unbindSession?.();
+        for (const slot of state.slots.values()) slot();
+        state.slots.clear();
+        state.idle.busy();
       },
       context(ctx) {
         const state = states.get(ctx.extra)!;
@@ -133,7 +167,8 @@ export function createWebSocketServer(deps: {
           logger.error({ err: error, reqId: states.get(ctx.extra)?.requestId }, 'unexpected GraphQL error'),
         );
       },
-      onError(_ctx, _id, _payload, errors) {
+      onError(ctx, id, _payload, errors) {
+        release(states.get(ctx.extra), id);
         return errors.map((e) => formatError(e.toJSON(), e));
       },
     },
@@ -148,6 +183,12 @@ export function createWebSocketServer(deps: {
         socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
+      const admitted = streams.admitSocket(clientIp(req, deps.trustProxy));
+      if (!admitted) {
+        socket.end('HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      socket.once('close', admitted);
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
     },
     /** Shutdown: every client is told the server is going away (1001). */

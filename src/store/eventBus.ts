@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Database } from './db.js';
-import { deleteOldEvents, eventFromJson, eventsAfter, latestEventId, type StoredEvent } from './events.js';
+import { eventFromJson, eventsAfter, latestEventId, type StoredEvent } from './events.js';
 
 const CATCH_UP_PAGE = 500;
 
@@ -83,8 +83,6 @@ export async function createEventBus(deps: {
 
   const poll = setInterval(() => deliver(null), pollMs);
   poll.unref();
-  const sweep = setInterval(() => void deleteOldEvents(db).catch(() => undefined), 60 * 60_000);
-  sweep.unref();
 
   return {
     publish(event) {
@@ -104,7 +102,6 @@ export async function createEventBus(deps: {
     lastDelivered: () => last.toString(),
     async close() {
       clearInterval(poll);
-      clearInterval(sweep);
       listeners.clear();
       await subscriber?.quit();
       await queue;

@@ -149,6 +149,15 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 6,
+    name: 'login attempts per client',
+    sql: `
+      -- Anyone can start a sign-in: each client address keeps only its newest few attempts.
+      alter table auth_login_attempts add column client_ip text not null default 'unknown';
+      create index auth_login_attempts_client_idx on auth_login_attempts (client_ip, created_at);
+    `,
+  },
+  {
     version: 7,
     name: 'dpop proof ids',
     sql: `
