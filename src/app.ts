@@ -24,7 +24,7 @@ import { createSseRouter } from './http/sse.js';
 import { createStreamRegistry, endingStreamsOnRevoke } from './http/streams.js';
 import { createWebSocketServer } from './http/subscriptions.js';
 import type { Database } from './store/db.js';
-import { databaseReplayStore, redisReplayStore } from './store/dpopReplay.js';
+import { databaseReplayStore, deleteExpiredProofIds, redisReplayStore } from './store/dpopReplay.js';
 import { createEventBus } from './store/eventBus.js';
 import { deleteOldEvents } from './store/events.js';
 import { deleteExpiredKeys } from './store/idempotency.js';
@@ -60,7 +60,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       });
   const issuer = config.oidc.issuer ?? idp!.issuer;
   // Used DPoP proof ids must be seen by every replica: Redis when there is one, else the shared database.
-  const proofReplay = redis ? redisReplayStore(redis) : await databaseReplayStore(db, logger);
+  const proofReplay = redis ? redisReplayStore(redis) : databaseReplayStore(db);
   const verifier = createTokenVerifier({
     issuer,
     audience: config.oidc.audience,
@@ -82,7 +82,12 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     db,
     intervalMs: config.sweepIntervalSeconds * 1000,
     logger,
-    tasks: { idempotencyKeys: deleteExpiredKeys, sessions: deleteExpiredSessions, orderEvents: deleteOldEvents },
+    tasks: {
+      idempotencyKeys: deleteExpiredKeys,
+      sessions: deleteExpiredSessions,
+      orderEvents: deleteOldEvents,
+      dpopProofIds: deleteExpiredProofIds,
+    },
   });
   const authRouter = createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier) });
   // The session cookie authenticates GraphQL on every transport (REST stays Bearer-only). Streams it opens end

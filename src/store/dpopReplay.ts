@@ -1,9 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { Logger } from 'pino';
 import type { ProofReplayStore } from '../auth/dpop.js';
-import type { Database } from './db.js';
-
-const SWEEP_INTERVAL_MS = 5 * 60_000;
+import type { Queryable } from './db.js';
 
 /** SET NX with the proof's own expiry: one round trip, atomic across replicas, gone when no longer needed. */
 export function redisReplayStore(redis: Redis, prefix = 'orders-api:dpop-jti:'): ProofReplayStore {
@@ -16,18 +13,16 @@ export function redisReplayStore(redis: Redis, prefix = 'orders-api:dpop-jti:'):
   };
 }
 
+/** Used proof ids past their expiry: deleted by the shared sweeper, one replica at a time. */
+export async function deleteExpiredProofIds(tx: Queryable): Promise<void> {
+  await tx.query('delete from dpop_proof_jtis where expires_at < now()');
+}
+
 /**
  * The table's primary key makes a second claim fail on every replica sharing the database; an expired
- * row is taken over in place, and a periodic sweep deletes the rest so the table holds minutes of proofs.
+ * row is taken over in place, and the sweeper deletes the rest so the table holds minutes of proofs.
  */
-export async function databaseReplayStore(db: Database, logger: Logger): Promise<ProofReplayStore> {
-  const sweep = () =>
-    db
-      .query('delete from dpop_proof_jtis where expires_at < now()')
-      .catch((err: unknown) => logger.warn({ err }, 'sweeping used DPoP proof ids failed'));
-  await sweep();
-  const sweeper = setInterval(sweep, SWEEP_INTERVAL_MS);
-  sweeper.unref();
+export function databaseReplayStore(db: Queryable): ProofReplayStore {
   return {
     async claim(key, expiresAt) {
       const rows = await db.query(
@@ -39,8 +34,6 @@ export async function databaseReplayStore(db: Database, logger: Logger): Promise
       );
       return rows.length === 1;
     },
-    close() {
-      clearInterval(sweeper);
-    },
+    close() {},
   };
 }
