@@ -78,6 +78,7 @@ const EnvSchema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   RATE_LIMIT_POINTS: z.coerce.number().int().min(1).default(5000),
   RATE_LIMIT_WINDOW_S: z.coerce.number().int().min(1).default(3600),
+  SIGNIN_LOCK_S: z.coerce.number().int().min(1).max(86_400).default(900),
   TRUST_PROXY: z
     .string()
     .trim()
@@ -136,6 +137,8 @@ export interface Config {
   readonly trustProxy: boolean | number;
   /** One budget of points per client per window, spent by GraphQL cost and REST prices. */
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number };
+  /** How long repeated sign-in failures lock a username or address at the embedded IdP. */
+  readonly signin: { readonly lockSeconds: number };
 }
 
 export class ConfigError extends Error {
@@ -175,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY,
     rateLimit: { points: e.RATE_LIMIT_POINTS, windowSeconds: e.RATE_LIMIT_WINDOW_S },
+    signin: { lockSeconds: e.SIGNIN_LOCK_S },
   };
   return deepFreeze(config);
 }
