@@ -16,7 +16,7 @@ import { createAuthRouter } from './http/authRoutes.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
 import { createGraphqlRouter } from './http/graphql.js';
 import { createMetrics, recordRequests } from './http/metrics.js';
-import { createMemoryRateBudget } from './http/rateBudget.js';
+import { createRateBudget } from './http/rateBudget.js';
 import { problemPage, sendProblem } from './http/problems.js';
 import { createRestRouter } from './http/rest/index.js';
 import { buildSchema } from './http/schema.js';
@@ -46,7 +46,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   const bus = await createEventBus({ db, logger, pollMs: config.eventPollMs, ...(redis ? { redis } : {}) });
   const services = createServices(db, bus);
   const schema = buildSchema();
-  const budget = createMemoryRateBudget(config.rateLimit);
+  const budget = createRateBudget({ ...config.rateLimit, redis, namespace: db.identity, logger });
 
   const idp = config.oidc.issuer
     ? null
@@ -57,6 +57,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
         audience: config.oidc.audience,
         trustProxy: config.trustProxy !== false,
         logger: logger.child({ component: 'idp' }),
+        redis,
+        signinLockSeconds: config.signin.lockSeconds,
       });
   const issuer = config.oidc.issuer ?? idp!.issuer;
   // Used DPoP proof ids must be seen by every replica: Redis when there is one, else the shared database.
@@ -144,7 +146,17 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       cors({
         origin: [...config.corsOrigins],
         credentials: true,
-        exposedHeaders: ['ETag', 'Location', 'Link', 'X-Request-Id', 'WWW-Authenticate', 'Idempotent-Replayed'],
+        exposedHeaders: [
+          'ETag',
+          'Location',
+          'Link',
+          'X-Request-Id',
+          'WWW-Authenticate',
+          'Idempotent-Replayed',
+          'RateLimit',
+          'RateLimit-Policy',
+          'Retry-After',
+        ],
         maxAge: 600,
       }),
     );
@@ -186,7 +198,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   app.use('/auth', authRouter);
   app.use('/graphql/stream', sse.router);
   app.use('/graphql', graphql.router);
-  app.use('/v1', createRestRouter({ services, verifier }));
+  app.use('/v1', createRestRouter({ services, verifier, budget }));
   app.get('/problems/:slug', (req, res, next) => {
     const page = problemPage(req.params.slug);
     if (!page) return next();

@@ -87,6 +87,7 @@ const EnvSchema = z.object({
   SSE_ANONYMOUS_MAX_PER_IP: z.coerce.number().int().min(1).default(10),
   LOGIN_ATTEMPTS_PER_IP: z.coerce.number().int().min(1).max(10_000).default(50),
   SWEEP_INTERVAL_S: z.coerce.number().int().min(1).max(86_400).default(300),
+  SIGNIN_LOCK_S: z.coerce.number().int().min(1).max(86_400).default(900),
   TRUST_PROXY: z
     .string()
     .trim()
@@ -153,6 +154,8 @@ export interface Config {
   readonly loginAttemptsPerIp: number;
   /** How often one replica deletes expired rows (idempotency keys, sessions, sign-ins, old events). */
   readonly sweepIntervalSeconds: number;
+  /** How long repeated sign-in failures lock a username or address at the embedded IdP. */
+  readonly signin: { readonly lockSeconds: number };
 }
 
 export interface StreamLimits {
@@ -215,6 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     loginAttemptsPerIp: e.LOGIN_ATTEMPTS_PER_IP,
     sweepIntervalSeconds: e.SWEEP_INTERVAL_S,
+    signin: { lockSeconds: e.SIGNIN_LOCK_S },
   };
   return deepFreeze(config);
 }

@@ -1,5 +1,6 @@
 import express from 'express';
 import type { Router } from 'express';
+import type { Redis } from 'ioredis';
 import type { JSONWebKeySet } from 'jose';
 import type { Logger } from 'pino';
 import Provider, { errors } from 'oidc-provider';
@@ -10,6 +11,7 @@ import { FIRST_PARTY_CLIENTS, allowLoopbackReplicas, clientMetadata } from './id
 import { interactionRoutes } from './idp/interactions.js';
 import { loadOrCreateSecrets, toPublicJwks } from './idp/keys.js';
 import { errorPage, loggedOutPage, logoutPage } from './idp/pages.js';
+import { createSigninThrottle } from './idp/signinThrottle.js';
 import { findUserBySubject, seedDemoUsers } from './idp/users.js';
 
 export interface EmbeddedIdp {
@@ -32,6 +34,10 @@ export interface EmbeddedIdpOptions {
   /** Trust X-Forwarded-* headers (sets provider.proxy). */
   trustProxy: boolean;
   logger: Logger;
+  /** Where sign-in failures are counted, so every replica sees them; in process without it. */
+  redis?: Redis;
+  /** How long repeated failures lock a username or address (SIGNIN_LOCK_S). */
+  signinLockSeconds?: number;
 }
 
 /** Scopes of the orders API; they live on its resource server, not among the OIDC scopes. */
@@ -196,7 +202,13 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
   }
 
   const router = express.Router();
-  router.use(interactionRoutes({ provider, db, basePath, logger }));
+  const throttle = createSigninThrottle({
+    namespace: db.identity,
+    logger,
+    ...(opts.redis ? { redis: opts.redis } : {}),
+    ...(opts.signinLockSeconds ? { lockSeconds: opts.signinLockSeconds } : {}),
+  });
+  router.use(interactionRoutes({ provider, db, basePath, logger, throttle }));
   router.use(provider.callback());
 
   const sweep = () =>

@@ -109,6 +109,13 @@ export const PROBLEM_TYPES: Readonly<Record<HttpErrorCode, ProblemType>> = {
     description:
       'This Idempotency-Key was already used (within 24 hours) with a different request body. Use a new key for a new order.',
   },
+  RATE_LIMITED: {
+    status: 429,
+    title: 'Rate limit exceeded',
+    slug: 'rate-limited',
+    description:
+      'This client has spent its budget of points for the current window (REST requests cost a fixed price, GraphQL operations their computed cost). The RateLimit header shows what is left; retry after the number of seconds in Retry-After.',
+  },
   INTERNAL_SERVER_ERROR: {
     status: 500,
     title: 'Internal server error',

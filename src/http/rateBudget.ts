@@ -1,4 +1,9 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import type { Principal } from '../domain/policy.js';
+import { redisRateWindows } from '../store/rateWindows.js';
+import { withTimeout } from '../store/redis.js';
 
 /** What a client has left in its current window, after a charge. */
 export interface Charge {
@@ -62,6 +67,71 @@ export function createMemoryRateBudget(opts: RateBudgetOptions): RateBudget {
       windows.clear();
     },
   };
+}
+
+export interface SharedRateBudgetOptions extends RateBudgetOptions {
+  /** Every replica with the same Redis and namespace spends from one budget per client. */
+  readonly redis?: Redis;
+  /** Keeps deployments (databases) that share one Redis apart. */
+  readonly namespace?: string;
+  readonly logger?: Pick<Logger, 'warn' | 'info'>;
+  /** A Redis answer slower than this is treated as Redis being down. */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * The budget the app uses: in Redis when configured (one atomic script per charge), else in process. When Redis
+ * cannot answer, requests are not refused for it: each replica counts in its own memory until Redis is back
+ * (fail open), and the outage is logged once.
+ */
+export function createRateBudget(opts: SharedRateBudgetOptions): RateBudget {
+  const { redis } = opts;
+  if (!redis) return createMemoryRateBudget(opts);
+  const windows = redisRateWindows(redis, `orders-api:${opts.namespace ?? 'default'}:rate:`);
+  const fallback = createMemoryRateBudget(opts);
+  const timeoutMs = opts.timeoutMs ?? 500;
+  let failing = false;
+
+  return {
+    async charge(key, points) {
+      try {
+        // A disconnected client would queue the command; answering from memory at once keeps latency flat.
+        if (redis.status !== 'ready') throw new Error(`Redis connection is ${redis.status}`);
+        const w = await withTimeout(
+          windows.charge(boundedKey(key), points, opts.points, opts.windowSeconds * 1000),
+          timeoutMs,
+        );
+        if (failing) {
+          failing = false;
+          opts.logger?.info({ event: 'rate_limit.redis_recovered' }, 'rate budget is shared through Redis again');
+        }
+        return {
+          allowed: w.allowed,
+          limit: opts.points,
+          remaining: Math.max(0, opts.points - w.used),
+          resetSeconds: Math.max(1, Math.ceil(w.resetMs / 1000)),
+          windowSeconds: opts.windowSeconds,
+        };
+      } catch (err) {
+        if (!failing) {
+          failing = true;
+          opts.logger?.warn(
+            { event: 'rate_limit.redis_unavailable', err },
+            'Redis cannot be reached; each replica counts rate budgets in its own memory until it can',
+          );
+        }
+        return fallback.charge(key, points);
+      }
+    },
+    async close() {
+      await fallback.close();
+    },
+  };
+}
+
+/** Subjects are chosen by the issuer and may be long; Redis keys stay short whatever they are. */
+function boundedKey(key: string): string {
+  return key.length <= 128 ? key : `h:${createHash('sha256').update(key).digest('base64url')}`;
 }
 
 /** Whose budget a request spends: the token's subject, else the OAuth client, else the address. */

@@ -27,3 +27,12 @@ export class RedisKeyValueCache implements KeyValueCache<string> {
     return (await this.redis.del(this.prefix + key)) > 0;
   }
 }
+
+/** Rejects when Redis is slower than `ms`, so a hung connection costs a request at most that long. */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

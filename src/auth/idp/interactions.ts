@@ -7,9 +7,13 @@ import type { InteractionDetails } from 'oidc-provider';
 import type { Queryable } from '../../store/db.js';
 import { FIRST_PARTY_CLIENTS } from './clients.js';
 import { consentPage, errorPage, loginPage } from './pages.js';
+import type { SigninThrottle } from './signinThrottle.js';
 import { authenticate } from './users.js';
 
 const WRONG_CREDENTIALS = 'Wrong username or password.';
+const SLOWED_DOWN = `${WRONG_CREDENTIALS} After repeated failures each attempt is slowed down, and a few more lock sign-in for this username for a while.`;
+const tooManyAttempts = (seconds: number) =>
+  `Too many failed sign-in attempts. Try again in ${seconds < 120 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`}.`;
 // Argon2 work is spent on every attempt; absurd inputs are rejected before that.
 const MAX_FIELD_LENGTH = 1024;
 
@@ -27,8 +31,9 @@ export function interactionRoutes(opts: {
   db: Queryable;
   basePath: string;
   logger: Logger;
+  throttle: SigninThrottle;
 }): Router {
-  const { provider, db, basePath, logger } = opts;
+  const { provider, db, basePath, logger, throttle } = opts;
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });
   const actionFor = (uid: string, step: 'login' | 'confirm' | 'abort') =>
@@ -72,25 +77,32 @@ export function interactionRoutes(opts: {
     const body = (req.body ?? {}) as LoginForm;
     const username = typeof body.username === 'string' ? body.username.slice(0, MAX_FIELD_LENGTH) : '';
     const password = typeof body.password === 'string' ? body.password : '';
+    const retryLogin = (status: number, error: string) =>
+      clientName(details.params.client_id ?? '').then((name) =>
+        res
+          .status(status)
+          .type('html')
+          .send(loginPage({ action: actionFor(details.uid, 'login'), clientName: name, username, error })),
+      );
+    // The verdict depends only on earlier failures for this name and address, never on whether the user exists.
+    const verdict = await throttle.begin(username, req.ip);
+    if (verdict.locked) {
+      logger.warn({ event: 'idp.login_locked', clientId: details.params.client_id }, 'embedded IdP sign-in locked');
+      res.set('Retry-After', String(verdict.retryAfterSeconds));
+      await retryLogin(429, tooManyAttempts(verdict.retryAfterSeconds));
+      return;
+    }
+    if (verdict.delayMs) await new Promise((resolve) => setTimeout(resolve, verdict.delayMs));
     const user =
       username && password && password.length <= MAX_FIELD_LENGTH
         ? await authenticate(db, username, password)
         : undefined;
     if (!user) {
       logger.info({ event: 'idp.login_failed', clientId: details.params.client_id }, 'embedded IdP sign-in failed');
-      res
-        .status(401)
-        .type('html')
-        .send(
-          loginPage({
-            action: actionFor(details.uid, 'login'),
-            clientName: await clientName(details.params.client_id ?? ''),
-            username,
-            error: WRONG_CREDENTIALS,
-          }),
-        );
+      await retryLogin(401, verdict.delayMs ? SLOWED_DOWN : WRONG_CREDENTIALS);
       return;
     }
+    await throttle.succeeded(username, req.ip);
     logger.info({ event: 'idp.login', sub: user.subject, clientId: details.params.client_id }, 'embedded IdP sign-in');
     await provider.interactionFinished(
       req,

@@ -4,8 +4,10 @@ import { DomainError } from '../../domain/errors.js';
 import type { Services } from '../../domain/services.js';
 import { authenticate, bearerChallenge } from '../authenticate.js';
 import { sendProblem } from '../problems.js';
+import type { RateBudget } from '../rateBudget.js';
 import { openapiDocument } from './openapi.js';
 import { ordersRouter } from './orders.js';
+import { chargeRestRequests } from './rateLimit.js';
 
 /** The REST transport's one translator from failures to problem details. */
 function problems(error: unknown, req: Request, res: Response, next: NextFunction) {
@@ -37,8 +39,13 @@ function problems(error: unknown, req: Request, res: Response, next: NextFunctio
 }
 
 /** Resource endpoints: Bearer credentials on every request, no server-side session. */
-export function createRestRouter(deps: { services: Services; verifier: TokenVerifier }): express.Router {
+export function createRestRouter(deps: {
+  services: Services;
+  verifier: TokenVerifier;
+  budget: RateBudget;
+}): express.Router {
   const router = express.Router();
+  // Free and without RateLimit fields: the document is public and shared caches may serve it to anyone.
   router.get('/openapi.json', (_req, res) => {
     res.set('Cache-Control', 'public, max-age=300').json(openapiDocument);
   });
@@ -49,6 +56,7 @@ export function createRestRouter(deps: { services: Services; verifier: TokenVeri
       }),
     ),
   );
+  router.use(chargeRestRequests(deps.budget));
   router.use(ordersRouter(deps.services));
   router.use(problems);
   return router;

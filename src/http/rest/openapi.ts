@@ -15,6 +15,11 @@ const ref = (name: string) => ({ $ref: `#/components/${name}` });
 const authErrors = {
   '401': problem('No, or an invalid, access token.', { 'WWW-Authenticate': ref('headers/WWWAuthenticate') }),
   '403': problem('The token lacks the scope, or the role does not allow the action.'),
+  '429': problem('The client has spent its rate budget for this window; nothing was done.', {
+    'Retry-After': ref('headers/RetryAfter'),
+    RateLimit: ref('headers/RateLimit'),
+    'RateLimit-Policy': ref('headers/RateLimitPolicy'),
+  }),
   '500': problem('An unexpected failure; nothing was changed. Quote the X-Request-Id.'),
   '503': problem('Starting, draining, or the identity provider cannot be reached.'),
 };
@@ -217,6 +222,16 @@ export const openapiDocument = {
       WWWAuthenticate: { required: true, schema: { type: 'string', pattern: '^(Bearer|DPoP) ' } },
       AcceptPatch: { required: true, schema: { const: 'application/merge-patch+json' } },
       RetryAfter: { required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
+      RateLimit: {
+        required: true,
+        description: 'What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft).',
+        schema: { type: 'string', pattern: '^"orders";r=[0-9]+;t=[0-9]+$' },
+      },
+      RateLimitPolicy: {
+        required: true,
+        description: 'Points per window and the window in seconds.',
+        schema: { type: 'string', pattern: '^"orders";q=[0-9]+;w=[0-9]+$' },
+      },
     },
     schemas: {
       Status: { type: 'string', enum: ['pending', 'paid', 'shipped', 'delivered', 'cancelled'] },

@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { memoryAttemptCounters, redisAttemptCounters, type AttemptCounters } from '../../store/attemptCounters.js';
+import { withTimeout } from '../../store/redis.js';
+
+/** The README states these numbers. Per address they are higher: many people may share one (an office NAT). */
+export const SIGNIN_LIMITS = {
+  user: { delayAfter: 5, lockAfter: 10 },
+  ip: { delayAfter: 20, lockAfter: 50 },
+  /** Added before checking the password once an attempt is past a delayAfter. */
+  delayMs: 1000,
+  /** Failures are forgotten this long after the latest one. */
+  windowSeconds: 15 * 60,
+  lockSeconds: 15 * 60,
+} as const;
+
+export type SigninVerdict =
+  { readonly locked: true; readonly retryAfterSeconds: number } | { readonly locked: false; readonly delayMs: number };
+
+export interface SigninThrottle {
+  /**
+   * Counts an attempt for this username and address before the password is checked, so parallel guesses
+   * cannot slip past the lock. Whether the user exists plays no part.
+   */
+  begin(username: string, ip: string | undefined): Promise<SigninVerdict>;
+  /** The attempt signed in: the username starts afresh and the address gets its attempt back. */
+  succeeded(username: string, ip: string | undefined): Promise<void>;
+}
+
+export interface SigninThrottleOptions {
+  readonly redis?: Redis;
+  /** Keeps deployments (databases) that share one Redis apart. */
+  readonly namespace: string;
+  readonly lockSeconds?: number;
+  readonly logger: Pick<Logger, 'warn' | 'info'>;
+  readonly now?: () => number;
+}
+
+const REDIS_TIMEOUT_MS = 500;
+
+/**
+ * Keys are hashes, so an anonymous caller stores a fixed few bytes per name it tries, and no user name
+ * reaches Redis in clear. Names are compared as the user table does: trimmed and lower-cased.
+ */
+const digest = (kind: string, value: string) =>
+  `${kind}:${createHash('sha256').update(value).digest('base64url').slice(0, 22)}`;
+const userKey = (username: string) => digest('u', username.trim().toLowerCase());
+const ipKey = (ip: string | undefined) => digest('ip', ip ?? 'unknown');
+
+export function createSigninThrottle(opts: SigninThrottleOptions): SigninThrottle {
+  const local = memoryAttemptCounters(opts.now ? { now: opts.now } : {});
+  const shared = opts.redis && redisAttemptCounters(opts.redis, `orders-api:${opts.namespace}:signin:`);
+  const windowMs = SIGNIN_LIMITS.windowSeconds * 1000;
+  const lockMs = (opts.lockSeconds ?? SIGNIN_LIMITS.lockSeconds) * 1000;
+  let failing = false;
+
+  /** Redis when it answers; otherwise this replica's memory, so sign-in keeps working (fail open). */
+  async function counters<T>(use: (c: AttemptCounters) => Promise<T>): Promise<T> {
+    if (!shared) return use(local);
+    try {
+      if (opts.redis!.status !== 'ready') throw new Error(`Redis connection is ${opts.redis!.status}`);
+      const result = await withTimeout(use(shared), REDIS_TIMEOUT_MS);
+      if (failing) opts.logger.info({ event: 'idp.throttle_redis_recovered' }, 'sign-in throttling uses Redis again');
+      failing = false;
+      return result;
+    } catch (err) {
+      if (!failing) {
+        opts.logger.warn(
+          { event: 'idp.throttle_redis_unavailable', err },
+          'Redis cannot be reached; sign-in failures are counted per replica until it can',
+        );
+      }
+      failing = true;
+      return use(local);
+    }
+  }
+
+  return {
+    async begin(username, ip) {
+      const result = await counters((c) =>
+        c.hit(
+          [
+            { key: userKey(username), limit: SIGNIN_LIMITS.user.lockAfter },
+            { key: ipKey(ip), limit: SIGNIN_LIMITS.ip.lockAfter },
+          ],
+          windowMs,
+          lockMs,
+        ),
+      );
+      if (result.locked) return { locked: true, retryAfterSeconds: Math.max(1, Math.ceil(result.retryMs / 1000)) };
+      const [forUser = 0, forIp = 0] = result.counts;
+      const slow = forUser > SIGNIN_LIMITS.user.delayAfter || forIp > SIGNIN_LIMITS.ip.delayAfter;
+      return { locked: false, delayMs: slow ? SIGNIN_LIMITS.delayMs : 0 };
+    },
+    async succeeded(username, ip) {
+      await counters((c) => c.settle(userKey(username), [ipKey(ip)]));
+    },
+  };
+}
