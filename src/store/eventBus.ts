@@ -1,10 +1,13 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Database } from './db.js';
+import { closeRedis, redisReady, watchConnection } from './redis.js';
 import { deleteOldEvents, eventFromJson, eventsAfter, latestEventId, type StoredEvent } from './events.js';
 
 /** A safety net under Redis pub/sub (and the only path between replicas without Redis). */
 const POLL_MS = 5_000;
+/** While configured Redis is down, polling is the path between replicas, so it runs more often. */
+const DEGRADED_POLL_MS = 1_000;
 const CATCH_UP_PAGE = 500;
 
 export type EventListener = (event: StoredEvent) => void;
@@ -65,7 +68,17 @@ export async function createEventBus(deps: { db: Database; redis?: Redis; logger
   let subscriber: Redis | undefined;
   if (redis) {
     subscriber = redis.duplicate();
-    subscriber.on('message', (_channel: string, message: string) => {
+    watchConnection(subscriber, logger, 'subscriber');
+    const sub = subscriber;
+    // Subscribing on every 'ready' covers a start while Redis was down as well as each reconnection;
+    // whatever was published while unsubscribed is then read from the outbox.
+    sub.on('ready', () => {
+      sub.subscribe(channel).then(
+        () => deliver(null),
+        (err: unknown) => logger.warn({ err }, 'subscribing to Redis failed; polling until it reconnects'),
+      );
+    });
+    sub.on('message', (_channel: string, message: string) => {
       try {
         deliver(eventFromJson(message));
       } catch (err) {
@@ -74,17 +87,24 @@ export async function createEventBus(deps: { db: Database; redis?: Redis; logger
         deliver(null);
       }
     });
-    await subscriber.subscribe(channel);
+    await sub.connect().catch(() => undefined);
   }
 
-  const poll = setInterval(() => deliver(null), POLL_MS);
+  const fanOutDegraded = () => Boolean(redis && !(redisReady(redis) && subscriber && redisReady(subscriber)));
+  let sinceFullPoll = 0;
+  const poll = setInterval(() => {
+    sinceFullPoll += DEGRADED_POLL_MS;
+    if (sinceFullPoll < POLL_MS && !fanOutDegraded()) return;
+    sinceFullPoll = 0;
+    deliver(null);
+  }, DEGRADED_POLL_MS);
   poll.unref();
   const sweep = setInterval(() => void deleteOldEvents(db).catch(() => undefined), 60 * 60_000);
   sweep.unref();
 
   return {
     publish(event) {
-      if (redis) {
+      if (redis && redisReady(redis)) {
         redis.publish(channel, JSON.stringify(event)).catch((err: unknown) => {
           logger.warn({ err }, 'publishing an event to Redis failed; replicas catch up by polling');
           deliver(event);
@@ -102,7 +122,7 @@ export async function createEventBus(deps: { db: Database; redis?: Redis; logger
       clearInterval(poll);
       clearInterval(sweep);
       listeners.clear();
-      await subscriber?.quit();
+      if (subscriber) await closeRedis(subscriber);
       await queue;
     },
   };
