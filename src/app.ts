@@ -11,6 +11,7 @@ import { createDpopProofVerifier } from './auth/dpop.js';
 import { createEmbeddedIdp } from './auth/embeddedIdp.js';
 import { createSessionStore, deleteExpiredSessions } from './auth/sessions.js';
 import type { Config } from './config.js';
+import { DomainError, RETRY_AFTER_SECONDS } from './domain/errors.js';
 import { createServices } from './domain/services.js';
 import { createAuthRouter } from './http/authRoutes.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
@@ -29,7 +30,7 @@ import { createEventBus } from './store/eventBus.js';
 import { deleteOldEvents } from './store/events.js';
 import { deleteExpiredKeys } from './store/idempotency.js';
 import { createSweeper } from './store/sweeper.js';
-import { RedisKeyValueCache } from './store/redis.js';
+import { RedisKeyValueCache, redisReady } from './store/redis.js';
 
 export interface AppDeps {
   readonly config: Config;
@@ -181,12 +182,14 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   app.get('/readyz', async (req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     if (draining) return res.status(503).json({ status: 'draining' });
+    // Redis down is a degraded mode, not unreadiness: state stays in process and the outbox is polled.
+    const cache = redis ? { redis: redisReady(redis) ? 'ready' : 'unavailable' } : {};
     try {
       await db.ping();
-      res.json({ status: 'ready' });
+      res.json({ status: 'ready', ...cache });
     } catch (error) {
       req.log.warn({ err: error }, 'readiness check failed');
-      res.status(503).json({ status: 'database unreachable' });
+      res.status(503).json({ status: 'database unreachable', ...cache });
     }
   });
   app.get('/metrics', async (_req, res) => {
@@ -210,6 +213,12 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   );
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
+    // Routes outside /v1 and /graphql (sign-in, readiness) meet a database outage here.
+    if (error instanceof DomainError && error.code === 'SERVICE_UNAVAILABLE') {
+      return sendProblem(req, res, 'SERVICE_UNAVAILABLE', error.message, {
+        headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+      });
+    }
     req.log.error({ err: error }, 'unhandled error');
     sendProblem(req, res, 'INTERNAL_SERVER_ERROR', `Something went wrong; quote request id ${String(req.id)}.`);
   });
@@ -236,6 +245,10 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     /** Readiness turns false first, so the load balancer stops sending before sockets close. */
     startDraining() {
       draining = true;
+    },
+    /** Ends every open SSE stream, telling the client why. */
+    endStreams() {
+      sse.close();
     },
     async close() {
       await graphql.stop();

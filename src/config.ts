@@ -22,6 +22,8 @@ const httpUrl = (name: string) =>
     }, `${name} must be an http(s) URL without query or fragment`)
     .transform((v) => v.replace(/\/+$/, ''));
 
+const DRAIN_DELAY_PROBLEM = 'DRAIN_DELAY_S must be whole seconds from 0 to 300';
+
 const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
@@ -88,6 +90,14 @@ const EnvSchema = z.object({
   LOGIN_ATTEMPTS_PER_IP: z.coerce.number().int().min(1).max(10_000).default(50),
   SWEEP_INTERVAL_S: z.coerce.number().int().min(1).max(86_400).default(300),
   SIGNIN_LOCK_S: z.coerce.number().int().min(1).max(86_400).default(900),
+  DRAIN_DELAY_S: optionalString.pipe(
+    z.coerce
+      .number<string | undefined>({ error: DRAIN_DELAY_PROBLEM })
+      .int(DRAIN_DELAY_PROBLEM)
+      .min(0, DRAIN_DELAY_PROBLEM)
+      .max(300, DRAIN_DELAY_PROBLEM)
+      .optional(),
+  ),
   TRUST_PROXY: z
     .string()
     .trim()
@@ -144,6 +154,11 @@ export interface Config {
   readonly corsOrigins: readonly string[];
   readonly logLevel: LogLevel;
   readonly trustProxy: boolean | number;
+  /**
+   * On SIGTERM, how long /readyz says 503 while everything is still served, so that the balancer stops
+   * sending before the socket closes. 5 in production, 0 elsewhere (tests and `npm start` stop at once).
+   */
+  readonly drainDelaySeconds: number;
   /** One budget of points per client per window, spent by GraphQL cost and REST prices. */
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number };
   /** How often each replica reads the event outbox for what Redis did not bring (or, without Redis, everything). */
@@ -206,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: e.CORS_ORIGINS,
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY,
+    drainDelaySeconds: e.DRAIN_DELAY_S ?? (e.NODE_ENV === 'production' ? 5 : 0),
     rateLimit: { points: e.RATE_LIMIT_POINTS, windowSeconds: e.RATE_LIMIT_WINDOW_S },
     eventPollMs: e.EVENT_POLL_MS,
     streams: {

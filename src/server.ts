@@ -5,7 +5,7 @@ import { createApp, type App } from './app.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './store/db.js';
 import { migrate } from './store/migrations.js';
-import { openRedis } from './store/redis.js';
+import { closeRedis, openRedis } from './store/redis.js';
 import { seed } from './store/seed.js';
 
 const DRAIN_TIMEOUT_MS = 10_000;
@@ -35,7 +35,7 @@ export async function startServer(
   const applied = await migrate(db);
   if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
   if (await seed(db)) logger.info('seeded demo data');
-  const redis = config.redisUrl ? await openRedis(config.redisUrl) : undefined;
+  const redis = config.redisUrl ? await openRedis(config.redisUrl, logger) : undefined;
 
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
   let draining = false;
@@ -73,7 +73,7 @@ export async function startServer(
     app = await createApp({ config: { ...config, publicUrl }, db, logger, ...(redis ? { redis } : {}) });
   } catch (error) {
     server.close();
-    await redis?.quit();
+    if (redis) await closeRedis(redis);
     await closeDb();
     throw error;
   }
@@ -92,17 +92,24 @@ export async function startServer(
     close() {
       closing ??= (async () => {
         app.startDraining();
+        // Still serving, but /readyz says 503: the balancer takes this replica out before its socket closes.
+        if (config.drainDelaySeconds > 0) {
+          logger.info({ seconds: config.drainDelaySeconds }, 'not ready; waiting for the balancer to stop sending');
+          await new Promise((resolve) => setTimeout(resolve, config.drainDelaySeconds * 1000));
+        }
         draining = true;
         for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
         // Upgraded sockets are no longer the HTTP server's: subscribers are told we are going away (1001).
         await app.websockets.close();
+        // SSE streams never end by themselves; ended now, their clients resume elsewhere with Last-Event-ID.
+        app.endStreams();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         const timer = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);
         await closed;
         clearTimeout(timer);
         await app.close();
-        await redis?.quit();
+        if (redis) await closeRedis(redis);
         await closeDb();
       })();
       return closing;

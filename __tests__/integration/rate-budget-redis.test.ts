@@ -1,3 +1,4 @@
+import { pino } from 'pino';
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -19,7 +20,7 @@ describe('rate budget and sign-in counters in Redis', () => {
 
   before(async () => {
     server = await startOwnRedis();
-    redis = await openRedis(server.url);
+    redis = await openRedis(server.url, pino({ level: 'silent' }));
   });
 
   after(async () => {
@@ -91,7 +92,7 @@ describe('rate budget and sign-in counters in Redis', () => {
 
   test('when Redis goes away, requests are still answered from memory and the outage is logged once', async () => {
     const own = await startOwnRedis();
-    const client = await openRedis(own.url);
+    const client = await openRedis(own.url, pino({ level: 'silent' }));
     const logger = recordingLogger();
     const budget = createRateBudget({ points: 3, windowSeconds: 60, redis: client, namespace: 'outage', logger });
     const throttle = createSigninThrottle({ redis: client, namespace: 'outage', logger });

@@ -15,6 +15,7 @@ export const ERROR_CODES = [
   'IDEMPOTENCY_KEY_IN_USE',
   'IDEMPOTENCY_KEY_REUSED',
   'RATE_LIMITED',
+  'SERVICE_UNAVAILABLE',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -47,3 +48,14 @@ export const invalidInput = (invalid: readonly InvalidField[]) =>
     invalid.length === 1 ? `${invalid[0]!.pointer}: ${invalid[0]!.reason}` : `${invalid.length} fields are invalid.`,
     { invalid },
   );
+
+/** Seconds a client should wait before retrying a request refused because a dependency is down. */
+export const RETRY_AFTER_SECONDS = 1;
+
+/**
+ * The database cannot be reached (refused, shut down, connection lost or timed out). REST answers
+ * 503 with Retry-After, GraphQL SERVICE_UNAVAILABLE. A write whose connection broke during commit may
+ * have happened; its Idempotency-Key is what makes the retry safe.
+ */
+export const databaseUnavailable = (cause: unknown) =>
+  Object.assign(new DomainError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry shortly.'), { cause });

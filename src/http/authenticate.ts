@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { BoundTokenError, InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
 import { DPOP_ALGORITHMS, InvalidDpopProofError } from '../auth/dpop.js';
+import { DomainError, RETRY_AFTER_SECONDS } from '../domain/errors.js';
 import { ANONYMOUS, type Principal, type User } from '../domain/policy.js';
 import { readCookie } from './cookies.js';
 
@@ -56,7 +57,13 @@ export function authenticate(verifier: TokenVerifier, fail: AuthFailure, options
     if (header === undefined) {
       const sessionId = options.session && readCookie(req.headers.cookie, options.session.cookieName);
       if (options.session && sessionId) {
-        const user = await options.session.lookup(sessionId);
+        let user: User | null;
+        try {
+          user = await options.session.lookup(sessionId);
+        } catch (error) {
+          if (!(error instanceof DomainError && error.code === 'SERVICE_UNAVAILABLE')) throw error;
+          return unavailable(req, res, fail, 'Sessions cannot be checked right now; retry shortly.');
+        }
         if (!user) {
           return fail(req, res, 401, bearerChallenge(), 'The session has expired or was signed out; sign in again.');
         }
@@ -101,7 +108,12 @@ export function authenticate(verifier: TokenVerifier, fail: AuthFailure, options
         return fail(req, res, 401, bearerChallenge('invalid_token', error.message), error.message);
       }
       req.log?.error({ err: error }, 'access token verification failed');
-      return fail(req, res, 503, bearerChallenge(), 'Access tokens cannot be verified right now; retry shortly.');
+      return unavailable(req, res, fail, 'Access tokens cannot be verified right now; retry shortly.');
     }
   };
+}
+
+function unavailable(req: Request, res: Response, fail: AuthFailure, detail: string) {
+  res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+  fail(req, res, 503, bearerChallenge(), detail);
 }

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { TokenVerifier } from '../auth/bearer.js';
 import type { Config } from '../config.js';
 import { createContext, type Context } from '../context.js';
+import { RETRY_AFTER_SECONDS } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
 import { refuseCookieCsrf } from './cookieCsrf.js';
@@ -34,6 +35,13 @@ function protocolPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
           const { errors, data } = response.body.singleResult;
           for (const error of errors ?? [])
             metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
+          // A dependency that is down is the server's condition, not the request's: 503 + Retry-After tell
+          // clients and balancers to try again (elsewhere), whatever part of the data did resolve.
+          if (errors?.some((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE')) {
+            response.http.status = 503;
+            response.http.headers.set('retry-after', String(RETRY_AFTER_SECONDS));
+            return;
+          }
           // A request error (no `data`) is 200 for application/json, as the GraphQL-over-HTTP spec says;
           // Apollo answers 400 regardless. Other statuses (405 for a GET mutation) stay as they are.
           if (data === undefined && errors?.length && (response.http.status ?? 200) === 400) {

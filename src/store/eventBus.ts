@@ -1,8 +1,11 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Database } from './db.js';
+import { closeRedis, redisReady, watchConnection } from './redis.js';
 import { eventFromJson, eventsAfter, latestEventId, type StoredEvent } from './events.js';
 
+/** While configured Redis is down, polling is the path between replicas, so it runs at least this often. */
+const DEGRADED_POLL_MS = 1_000;
 const CATCH_UP_PAGE = 500;
 
 export type EventListener = (event: StoredEvent) => void;
@@ -69,7 +72,17 @@ export async function createEventBus(deps: {
   let subscriber: Redis | undefined;
   if (redis) {
     subscriber = redis.duplicate();
-    subscriber.on('message', (_channel: string, message: string) => {
+    watchConnection(subscriber, logger, 'subscriber');
+    const sub = subscriber;
+    // Subscribing on every 'ready' covers a start while Redis was down as well as each reconnection;
+    // whatever was published while unsubscribed is then read from the outbox.
+    sub.on('ready', () => {
+      sub.subscribe(channel).then(
+        () => deliver(null),
+        (err: unknown) => logger.warn({ err }, 'subscribing to Redis failed; polling until it reconnects'),
+      );
+    });
+    sub.on('message', (_channel: string, message: string) => {
       try {
         deliver(eventFromJson(message));
       } catch (err) {
@@ -78,15 +91,23 @@ export async function createEventBus(deps: {
         deliver(null);
       }
     });
-    await subscriber.subscribe(channel);
+    await sub.connect().catch(() => undefined);
   }
 
-  const poll = setInterval(() => deliver(null), pollMs);
+  const fanOutDegraded = () => Boolean(redis && !(redisReady(redis) && subscriber && redisReady(subscriber)));
+  const tickMs = Math.min(pollMs, DEGRADED_POLL_MS);
+  let sinceFullPoll = 0;
+  const poll = setInterval(() => {
+    sinceFullPoll += tickMs;
+    if (sinceFullPoll < pollMs && !fanOutDegraded()) return;
+    sinceFullPoll = 0;
+    deliver(null);
+  }, tickMs);
   poll.unref();
 
   return {
     publish(event) {
-      if (redis) {
+      if (redis && redisReady(redis)) {
         redis.publish(channel, JSON.stringify(event)).catch((err: unknown) => {
           logger.warn({ err }, 'publishing an event to Redis failed; replicas catch up by polling');
           deliver(event);
@@ -103,7 +124,7 @@ export async function createEventBus(deps: {
     async close() {
       clearInterval(poll);
       listeners.clear();
-      await subscriber?.quit();
+      if (subscriber) await closeRedis(subscriber);
       await queue;
     },
   };

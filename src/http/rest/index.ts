@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { TokenVerifier } from '../../auth/bearer.js';
-import { DomainError } from '../../domain/errors.js';
+import { DomainError, RETRY_AFTER_SECONDS } from '../../domain/errors.js';
 import type { Services } from '../../domain/services.js';
 import { authenticate, bearerChallenge } from '../authenticate.js';
 import { sendProblem } from '../problems.js';
@@ -20,6 +20,7 @@ function problems(error: unknown, req: Request, res: Response, next: NextFunctio
         `${bearerChallenge('insufficient_scope', error.message)}, scope="${error.details.scope ?? ''}"`;
     }
     if (error.code === 'IDEMPOTENCY_KEY_IN_USE') headers['Retry-After'] = '1';
+    if (error.code === 'SERVICE_UNAVAILABLE') headers['Retry-After'] = String(RETRY_AFTER_SECONDS);
     return sendProblem(req, res, error.code, error.message, {
       headers,
       ...(error.details.invalid ? { invalid: error.details.invalid } : {}),
