@@ -139,6 +139,8 @@ describe('DPoP proofs: each way a proof can be wrong is refused with invalid_dpo
       .set('dpop', await proof({ htm: 'POST' }))
       .set('accept', 'text/event-stream')
       .send({ query: 'subscription { orderCreated { id } }' })
+      // An accepted stream never ends by itself: cut it so a regression fails rather than waits.
+      .timeout({ deadline: 10_000 })
       .expect(401);
     assert.match(res.headers['www-authenticate']!, /^DPoP error="invalid_dpop_proof"/);
   });
