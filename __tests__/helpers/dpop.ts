@@ -2,7 +2,6 @@ import { createHash, randomUUID } from 'node:crypto';
 import { exportJWK, SignJWT, type JWK } from 'jose';
 import * as client from 'openid-client';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
-import type { TestServer } from './server.js';
 
 export interface DpopSession {
   /** The DPoP-bound access token (its `cnf.jkt` is the thumbprint of `keyPair`'s public key). */
@@ -101,6 +100,3 @@ function algOf(key: client.CryptoKey): string {
   if (algorithm.name === 'RSASSA-PKCS1-v1_5') return 'RS256';
   return 'Ed25519';
 }
-
-/** Signs in alice with a DPoP key on `server`'s IdP. */
-export const dpopAlice = (server: TestServer) => dpopLogin(server.running.app.issuer, 'alice');

@@ -52,6 +52,12 @@ describe('DPoP proofs: each way a proof can be wrong is refused with invalid_dpo
       .expect(200);
   });
 
+  test('compares htu after normalising scheme and host case (RFC 3986 §6.2.2)', async () => {
+    const shouted = htu.replace(/^http:\/\/localhost/, 'HTTP://LOCALHOST');
+    assert.notEqual(shouted, htu);
+    await send(await proof({ htu: shouted })).expect(200);
+  });
+
   test('refuses a request without a proof', () => assertRefused(undefined, /needs a DPoP proof/));
   test('refuses two DPoP headers', async () => assertRefused([await proof(), await proof()], /exactly one/));
   test('refuses a proof that is not a JWT', () => assertRefused('not-a-jwt', /not a JWT/));
@@ -133,6 +139,8 @@ describe('DPoP proofs: each way a proof can be wrong is refused with invalid_dpo
       .set('dpop', await proof({ htm: 'POST' }))
       .set('accept', 'text/event-stream')
       .send({ query: 'subscription { orderCreated { id } }' })
+      // An accepted stream never ends by itself: cut it so a regression fails rather than waits.
+      .timeout({ deadline: 10_000 })
       .expect(401);
     assert.match(res.headers['www-authenticate']!, /^DPoP error="invalid_dpop_proof"/);
   });

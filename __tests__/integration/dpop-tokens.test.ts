@@ -60,6 +60,8 @@ describe('DPoP-bound access tokens (RFC 9449) at the resource server', () => {
         .set('authorization', `Bearer ${bound.token}`)
         .set('accept', 'text/event-stream')
         .send({ query: SUBSCRIPTION })
+        // An accepted stream never ends by itself: cut it so a regression fails rather than waits.
+        .timeout({ deadline: 10_000 })
         .expect(401);
       assert.match(res.headers['www-authenticate']!, DPOP_INVALID_TOKEN);
     });
@@ -157,13 +159,14 @@ describe('DPoP-bound access tokens (RFC 9449) at the resource server', () => {
   describe('WebSocket (graphql-ws) refuses bound tokens', () => {
     test('a bound token in connection_init closes the socket with 4401 and says why', async () => {
       const ws = subscriber(server.url, bound.token);
-      const closed = await ws.closed();
+      // Whichever comes first: an acknowledged connection fails the test instead of waiting for a close.
+      const closed = await Promise.race([ws.closed(), ws.connected().then(() => ({ code: 0, reason: 'connected' }))]);
+      await ws.dispose();
       assert.equal(closed.code, 4401);
       assert.equal(
         closed.reason,
         'Unauthorized: DPoP-bound access tokens are not accepted over WebSocket; use a Bearer token',
       );
-      await ws.dispose();
     });
 
     test('an unbound Bearer token still subscribes', async () => {
