@@ -9,6 +9,7 @@ const NAMES = [
   'WS_MAX_SUBSCRIPTIONS_PER_SOCKET',
   'STREAMS_MAX_PER_USER',
   'SSE_ANONYMOUS_MAX_PER_IP',
+  'SSE_RESERVATION_TTL_S',
   'LOGIN_ATTEMPTS_PER_IP',
   'SWEEP_INTERVAL_S',
 ];
@@ -23,6 +24,7 @@ describe('configuration of stream bounds and sweeping', () => {
       wsMaxSubscriptionsPerSocket: 25,
       maxPerUser: 100,
       sseAnonymousMaxPerIp: 10,
+      sseReservationTtlSeconds: 30,
     });
     assert.equal(config.loginAttemptsPerIp, 50);
     assert.equal(config.sweepIntervalSeconds, 300);
