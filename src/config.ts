@@ -87,6 +87,7 @@ const EnvSchema = z.object({
   WS_MAX_SUBSCRIPTIONS_PER_SOCKET: z.coerce.number().int().min(1).default(25),
   STREAMS_MAX_PER_USER: z.coerce.number().int().min(1).default(100),
   SSE_ANONYMOUS_MAX_PER_IP: z.coerce.number().int().min(1).default(10),
+  SSE_RESERVATION_TTL_S: z.coerce.number().int().min(1).max(3600).default(30),
   LOGIN_ATTEMPTS_PER_IP: z.coerce.number().int().min(1).max(10_000).default(50),
   SWEEP_INTERVAL_S: z.coerce.number().int().min(1).max(86_400).default(300),
   SIGNIN_LOCK_S: z.coerce.number().int().min(1).max(86_400).default(900),
@@ -183,6 +184,8 @@ export interface StreamLimits {
   /** WebSocket subscriptions and SSE streams of one user together. */
   readonly maxPerUser: number;
   readonly sseAnonymousMaxPerIp: number;
+  /** A single-connection SSE reservation not connected within this time is dropped. */
+  readonly sseReservationTtlSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -231,6 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       wsMaxSubscriptionsPerSocket: e.WS_MAX_SUBSCRIPTIONS_PER_SOCKET,
       maxPerUser: e.STREAMS_MAX_PER_USER,
       sseAnonymousMaxPerIp: e.SSE_ANONYMOUS_MAX_PER_IP,
+      sseReservationTtlSeconds: e.SSE_RESERVATION_TTL_S,
     },
     loginAttemptsPerIp: e.LOGIN_ATTEMPTS_PER_IP,
     sweepIntervalSeconds: e.SWEEP_INTERVAL_S,

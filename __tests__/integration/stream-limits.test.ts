@@ -78,6 +78,8 @@ describe('per-user stream bounds across WebSocket and SSE', () => {
       STREAMS_MAX_PER_USER: '3',
       WS_MAX_SUBSCRIPTIONS_PER_SOCKET: '2',
       SSE_ANONYMOUS_MAX_PER_IP: '2',
+      SSE_RESERVATION_TTL_S: '1',
+      TRUST_PROXY: '1',
     });
     tokens = await server.users();
   });
@@ -159,22 +161,41 @@ describe('per-user stream bounds across WebSocket and SSE', () => {
     for (const s of held) s.close();
   });
 
+  const put = (ip: string) =>
+    request(server.url).put('/graphql/stream').set('accept', 'text/plain').set('x-forwarded-for', ip);
+  const connect = (ip: string, token: string) =>
+    fetch(`${server.url}/graphql/stream`, {
+      headers: { accept: 'text/event-stream', 'x-graphql-event-stream-token': token, 'x-forwarded-for': ip },
+    });
+
   test('anonymous SSE streams are bounded per address (SSE_ANONYMOUS_MAX_PER_IP)', async () => {
-    const reserve = async () => {
-      const put = await request(server.url).put('/graphql/stream').set('accept', 'text/plain').expect(201);
-      return fetch(`${server.url}/graphql/stream`, {
-        headers: { accept: 'text/event-stream', 'x-graphql-event-stream-token': put.text },
-      });
-    };
-    const open = [await reserve(), await reserve()];
+    const ip = '192.0.2.1';
+    const open = [];
+    for (let i = 0; i < 2; i++) open.push(await connect(ip, (await put(ip).expect(201)).text));
     assert.deepEqual(
       open.map((r) => r.status),
       [200, 200],
     );
-    const refused = await reserve();
-    assert.equal(refused.status, 429);
-    const body = (await refused.json()) as { errors: { extensions: { code: string } }[] };
-    assert.equal(body.errors[0]!.extensions.code, 'TOO_MANY_SUBSCRIPTIONS');
+    const refused = await put(ip).expect(429);
+    assert.equal(refused.body.errors[0].extensions.code, 'TOO_MANY_SUBSCRIPTIONS');
+    // Another address is not affected.
+    await put('192.0.2.2').expect(201);
     for (const r of open) void r.body?.cancel();
+  });
+
+  test('a reservation that is never connected holds its place only until SSE_RESERVATION_TTL_S', async () => {
+    const ip = '192.0.2.3';
+    const first = (await put(ip).expect(201)).text;
+    await put(ip).expect(201);
+    await put(ip).expect(429);
+    // Dropped after a second: the place comes back, and the dropped reservation cannot be connected any more.
+    let status = 429;
+    for (let attempt = 0; attempt < 100 && status === 429; attempt++) {
+      status = (await put(ip)).status;
+      if (status === 429) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(status, 201);
+    // graphql-sse no longer knows the token, so it reads the GET as a distinct-connections request without a query.
+    assert.equal((await connect(ip, first)).status, 400);
   });
 });

@@ -10,6 +10,7 @@ import { refuseCookieCsrf } from './cookieCsrf.js';
 import { depthLimit, MAX_DEPTH } from './depthLimit.js';
 import { formatResult } from './graphqlErrors.js';
 import { graphqlAuthFailure, refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
+import { boundReservations } from './sseReservations.js';
 import { holdSseStream, type StreamRegistry } from './streams.js';
 
 const EVENT_ID = /^\d{1,19}$/;
@@ -73,13 +74,15 @@ export function createSseRouter(deps: {
       ) as never,
   });
 
+  const bounded = boundReservations(handler, deps.streams);
+
   const router = express.Router();
   router.use(refuseCookieCsrf(deps.session.cookieName));
   router.use(refuseForeignOrigins(deps.trustedOrigins));
   router.use(authenticate(deps.verifier, graphqlAuthFailure, { session: deps.session }));
   router.use(express.json({ limit: '64kb' }));
   router.all('/', async (req: Request, res: Response) => {
-    const [body, init] = await handler({
+    const [body, init] = await bounded({
       method: req.method,
       url: req.originalUrl,
       headers: { get: (key) => req.get(key) ?? null },
