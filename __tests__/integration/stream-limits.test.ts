@@ -92,12 +92,21 @@ describe('per-user stream bounds across WebSocket and SSE', () => {
     return (message.payload as { extensions?: { code?: string } }[])[0]?.extensions?.code;
   };
 
-  test('subscriptions refused by validation free their slot on the socket', async () => {
+  test('subscriptions refused by validation or authorization free their slot on the socket', async () => {
     const ws = rawSocket(server.url);
     await ws.init({ authorization: `Bearer ${tokens.bob}` });
     for (let i = 0; i < 5; i++) {
       subscribe(ws, `bad${i}`, INVALID);
       refusedByValidation(await errorCode(ws, `bad${i}`));
+    }
+    for (let i = 0; i < 3; i++) {
+      subscribe(ws, `nf${i}`, 'subscription { orderUpdated(id: "ord_not_there") { id } }');
+      const reply = await ws.until((m) => m.id === `nf${i}` && m.type === 'next');
+      assert.equal(
+        (reply.payload as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code,
+        'NOT_FOUND',
+      );
+      await ws.until((m) => m.id === `nf${i}` && m.type === 'complete');
     }
     subscribe(ws, 'ok1');
     subscribe(ws, 'ok2');
