@@ -11,7 +11,7 @@ const refusedByValidation = (code: string | undefined) => assert.notEqual(code, 
 describe('idle WebSockets', () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer({ WS_IDLE_TIMEOUT_S: '1', WS_INIT_TIMEOUT_S: '1' });
+    server = await startTestServer({ WS_IDLE_TIMEOUT_S: '2', WS_INIT_TIMEOUT_S: '1' });
   });
   after(() => server?.close());
 
@@ -58,7 +58,7 @@ describe('per-address bound on WebSockets', () => {
     await open[0]!.closed;
     // The server frees the place when it sees the socket close; retry until it has.
     let status = 0;
-    for (let attempt = 0; attempt < 50 && status !== 101; attempt++) {
+    for (let attempt = 0; attempt < 250 && status !== 101; attempt++) {
       const next = rawSocket(server.url);
       status = await next.opened;
       if (status !== 101) await new Promise((r) => setTimeout(r, 20));
@@ -143,7 +143,7 @@ describe('per-user stream bounds across WebSocket and SSE', () => {
     // The SSE stream ends: its place goes to a WebSocket operation (the server notices the disconnect shortly).
     sse.close();
     let answered = false;
-    for (let attempt = 0; attempt < 50 && !answered; attempt++) {
+    for (let attempt = 0; attempt < 250 && !answered; attempt++) {
       subscribe(other, `probe${attempt}`, '{ products { sku } }');
       const reply = await other.until((m) => m.id === `probe${attempt}` && m.type !== 'complete');
       answered = reply.type === 'next';
