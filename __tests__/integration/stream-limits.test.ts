@@ -11,7 +11,7 @@ const refusedByValidation = (code: string | undefined) => assert.notEqual(code, 
 describe('idle WebSockets', () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer({ WS_IDLE_TIMEOUT_S: '1', WS_INIT_TIMEOUT_S: '1' });
+    server = await startTestServer({ WS_IDLE_TIMEOUT_S: '2', WS_INIT_TIMEOUT_S: '1' });
   });
   after(() => server?.close());
 
@@ -58,7 +58,7 @@ describe('per-address bound on WebSockets', () => {
     await open[0]!.closed;
     // The server frees the place when it sees the socket close; retry until it has.
     let status = 0;
-    for (let attempt = 0; attempt < 50 && status !== 101; attempt++) {
+    for (let attempt = 0; attempt < 250 && status !== 101; attempt++) {
       const next = rawSocket(server.url);
       status = await next.opened;
       if (status !== 101) await new Promise((r) => setTimeout(r, 20));
@@ -92,12 +92,21 @@ describe('per-user stream bounds across WebSocket and SSE', () => {
     return (message.payload as { extensions?: { code?: string } }[])[0]?.extensions?.code;
   };
 
-  test('subscriptions refused by validation free their slot on the socket', async () => {
+  test('subscriptions refused by validation or authorization free their slot on the socket', async () => {
     const ws = rawSocket(server.url);
     await ws.init({ authorization: `Bearer ${tokens.bob}` });
     for (let i = 0; i < 5; i++) {
       subscribe(ws, `bad${i}`, INVALID);
       refusedByValidation(await errorCode(ws, `bad${i}`));
+    }
+    for (let i = 0; i < 3; i++) {
+      subscribe(ws, `nf${i}`, 'subscription { orderUpdated(id: "ord_not_there") { id } }');
+      const reply = await ws.until((m) => m.id === `nf${i}` && m.type === 'next');
+      assert.equal(
+        (reply.payload as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code,
+        'NOT_FOUND',
+      );
+      await ws.until((m) => m.id === `nf${i}` && m.type === 'complete');
     }
     subscribe(ws, 'ok1');
     subscribe(ws, 'ok2');
@@ -134,7 +143,7 @@ describe('per-user stream bounds across WebSocket and SSE', () => {
     // The SSE stream ends: its place goes to a WebSocket operation (the server notices the disconnect shortly).
     sse.close();
     let answered = false;
-    for (let attempt = 0; attempt < 50 && !answered; attempt++) {
+    for (let attempt = 0; attempt < 250 && !answered; attempt++) {
       subscribe(other, `probe${attempt}`, '{ products { sku } }');
       const reply = await other.until((m) => m.id === `probe${attempt}` && m.type !== 'complete');
       answered = reply.type === 'next';
