@@ -15,6 +15,7 @@ import { createAuthRouter } from './http/authRoutes.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
 import { createGraphqlRouter } from './http/graphql.js';
 import { createMetrics, recordRequests } from './http/metrics.js';
+import { createPipeline } from './http/pipeline.js';
 import { createMemoryRateBudget } from './http/rateBudget.js';
 import { problemPage, sendProblem } from './http/problems.js';
 import { createRestRouter } from './http/rest/index.js';
@@ -23,7 +24,6 @@ import { createSseRouter } from './http/sse.js';
 import { createWebSocketServer } from './http/subscriptions.js';
 import type { Database } from './store/db.js';
 import { createEventBus } from './store/eventBus.js';
-import { RedisKeyValueCache } from './store/redis.js';
 
 export interface AppDeps {
   readonly config: Config;
@@ -41,6 +41,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   const services = createServices(db, bus);
   const schema = buildSchema();
   const budget = createMemoryRateBudget(config.rateLimit);
+  const pipeline = createPipeline({ schema, config, budget, metrics, ...(redis ? { redis } : {}) });
 
   const idp = config.oidc.issuer
     ? null
@@ -79,13 +80,13 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     verifier,
     metrics,
     logger,
+    pipeline,
     session: sessionAuth,
     trustedOrigins: trusted,
-    ...(redis ? { cache: new RedisKeyValueCache(redis, 'orders-api:apq:') } : {}),
   });
 
   const sse = createSseRouter({
-    schema,
+    pipeline,
     services,
     verifier,
     logger,
@@ -185,7 +186,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     budget,
     /** WebSocket subscriptions share the /graphql path with HTTP. */
     websockets: createWebSocketServer({
-      schema,
+      pipeline,
       services,
       verifier,
       logger,

@@ -1,18 +1,16 @@
-import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
-import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
 import { expressMiddleware } from '@as-integrations/express5';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { GraphQLSchema } from 'graphql';
+import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from '../auth/bearer.js';
 import type { Config } from '../config.js';
 import { createContext, type Context } from '../context.js';
 import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
-import { depthLimit, MAX_DEPTH } from './depthLimit.js';
 import {
   graphqlAuthFailure,
   graphqlEnvelope,
@@ -20,13 +18,30 @@ import {
   refuseForeignOrigins,
   sendGraphqlError,
 } from './graphqlEnvelope.js';
-import { formatError, isUnexpected } from './graphqlErrors.js';
+import { isUnexpected } from './graphqlErrors.js';
 import type { Metrics } from './metrics.js';
+import type { Pipeline } from './pipeline.js';
+import { rateLimitHeaders } from './rateBudget.js';
 
-function protocolPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
+function protocolPlugin(metrics: Metrics, pipeline: Pipeline): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
       return {
+        // Cost and budget, before execution: the operation is known and its variables are at hand.
+        async didResolveOperation({ document, operation, request, contextValue, response }) {
+          if (!operation) return;
+          const admission = await pipeline.admit(document, operation, request.variables, contextValue);
+          const headers = admission.charge ? rateLimitHeaders(admission.charge) : {};
+          for (const [name, value] of Object.entries(headers)) response.http.headers.set(name.toLowerCase(), value);
+          if (admission.ok) return;
+          const status = admission.error.extensions.code === 'RATE_LIMITED' ? 429 : 400;
+          throw new GraphQLError(admission.error.message, {
+            extensions: {
+              ...admission.error.extensions,
+              http: { status, headers: new HeaderMap(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) },
+            },
+          });
+        },
         async didEncounterErrors({ errors, contextValue }) {
           for (const error of errors) {
             if (isUnexpected(error)) {
@@ -34,9 +49,11 @@ function protocolPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
             }
           }
         },
-        async willSendResponse({ response, request }) {
+        async willSendResponse({ response, request, contextValue }) {
           if (response.body.kind !== 'single') return;
           const { errors, data } = response.body.singleResult;
+          const cost = pipeline.costOf(contextValue);
+          if (cost) response.body.singleResult.extensions = { ...response.body.singleResult.extensions, cost };
           for (const error of errors ?? [])
             metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
           // A request error (no `data`) is 200 for application/json, as the GraphQL-over-HTTP spec says;
@@ -56,6 +73,7 @@ function isLandingPageRequest(req: Request): boolean {
     req.method === 'GET' &&
     req.query.query === undefined &&
     req.query.extensions === undefined &&
+    req.query.documentId === undefined &&
     req.accepts(['json', 'html']) === 'html'
   );
 }
@@ -80,6 +98,45 @@ function preventCookieCsrf(req: Request, res: Response, next: NextFunction) {
   );
 }
 
+/**
+ * Document references before Apollo: a `documentId` becomes the persisted-query extension Apollo knows,
+ * and a hash that does not match its text, or an untrusted text in trusted-documents mode, is refused
+ * with its own code. Apollo then looks hashes up in the pipeline's document store.
+ */
+function persistedDocuments(pipeline: Pipeline) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const get = req.method === 'GET';
+    const q = req.query as Record<string, unknown>;
+    const params: Record<string, unknown> = get
+      ? { query: q.query, documentId: q.documentId, extensions: parseJson(q.extensions) }
+      : (req.body as Record<string, unknown>);
+    const problem = pipeline.checkSource(params);
+    if (problem) return sendGraphqlError(req, res, problem.message, String(problem.extensions.code));
+    if (typeof params.documentId === 'string' && params.query === undefined) {
+      const persistedQuery = { version: 1, sha256Hash: params.documentId.replace(/^sha256:/, '') };
+      if (get) {
+        const url = new URL(req.url, 'http://x');
+        url.searchParams.delete('documentId');
+        url.searchParams.set('extensions', JSON.stringify({ persistedQuery }));
+        req.url = url.pathname + url.search;
+      } else {
+        const { documentId: _, ...rest } = params;
+        req.body = { ...rest, extensions: { ...(rest.extensions as object), persistedQuery } };
+      }
+    }
+    next();
+  };
+}
+
+function parseJson(value: unknown): unknown {
+  if (typeof value !== 'string') return undefined;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return undefined;
+  }
+}
+
 export async function createGraphqlRouter(deps: {
   schema: GraphQLSchema;
   config: Config;
@@ -87,17 +144,17 @@ export async function createGraphqlRouter(deps: {
   verifier: TokenVerifier;
   metrics: Metrics;
   logger: Logger;
-  cache?: KeyValueCache<string>;
+  pipeline: Pipeline;
   /** Browser sessions: their cookie authenticates /graphql too. */
   session?: AuthenticateOptions['session'];
   /** Origins a cookie-bearing request may come from. */
   trustedOrigins: ReadonlySet<string>;
 }): Promise<{ router: express.Router; stop(): Promise<void> }> {
-  const { config, services, verifier, metrics, logger, session } = deps;
+  const { config, services, verifier, metrics, logger, session, pipeline } = deps;
   const apollo = new ApolloServer<Context>({
     schema: deps.schema,
-    introspection: !config.isProduction,
-    hideSchemaDetailsFromClientErrors: config.isProduction,
+    // The pipeline's rules refuse introspection in production, on every transport alike.
+    introspection: true,
     includeStacktraceInErrorResponses: false,
     // main.ts owns shutdown: Apollo must keep serving while in-flight requests drain.
     stopOnTerminationSignals: false,
@@ -105,19 +162,19 @@ export async function createGraphqlRouter(deps: {
     csrfPrevention: false,
     // Apollo pretty-prints by default; compact JSON is smaller and faster.
     stringifyResult: (value) => JSON.stringify(value),
-    validationRules: [depthLimit(MAX_DEPTH)],
-    formatError,
+    parseOptions: pipeline.parseOptions,
+    validationRules: pipeline.rules,
+    formatError: pipeline.formatError,
     logger: {
       debug: (m) => logger.debug(m),
       info: (m) => logger.info(m),
       warn: (m) => logger.warn(m),
       error: (m) => logger.error(m),
     },
-    ...(deps.cache ? { cache: deps.cache } : {}),
-    // Persisted queries are content-addressed; a day's TTL keeps the shared cache bounded.
-    persistedQueries: { ttl: 86_400 },
+    // Persisted queries are content-addressed; a day's TTL and the pipeline's bounds keep the store small.
+    persistedQueries: { ttl: 86_400, cache: pipeline.documents },
     plugins: [
-      protocolPlugin(metrics),
+      protocolPlugin(metrics, pipeline),
       config.isProduction
         ? ApolloServerPluginLandingPageDisabled()
         : ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true }),
@@ -132,8 +189,10 @@ export async function createGraphqlRouter(deps: {
     refuseForeignOrigins(deps.trustedOrigins),
     ...graphqlEnvelope({ bodyLimit: '100kb' }),
     authenticate(verifier, graphqlAuthFailure, session ? { session } : {}),
+    persistedDocuments(pipeline),
     expressMiddleware(apollo, {
-      context: async ({ req, res }) => createContext(services, res.locals.principal, String(req.id), req.log),
+      context: async ({ req, res }) =>
+        pipeline.identify(createContext(services, res.locals.principal, String(req.id), req.log), req.ip),
     }),
   );
   return { router, stop: () => apollo.stop() };

@@ -1,19 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GraphQLError, specifiedRules, validate, type GraphQLSchema } from 'graphql';
-import { CloseCode } from 'graphql-ws';
-import { useServer } from 'graphql-ws/use/ws';
+import { GraphQLError } from 'graphql';
+import { CloseCode, type Context as WsContext } from 'graphql-ws';
+import { useServer, type Extra } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
 import { createContext, type Context } from '../context.js';
 import { ANONYMOUS, type Principal } from '../domain/policy.js';
 import type { Services } from '../domain/services.js';
-import { depthLimit, MAX_DEPTH } from './depthLimit.js';
 import type { AuthenticateOptions } from './authenticate.js';
 import { isForeignOrigin, readCookie } from './cookies.js';
-import { formatError, formatResult } from './graphqlErrors.js';
+import type { Pipeline } from './pipeline.js';
 
 export const LIMITS = { perConnection: 25, perPrincipal: 100, maxPayloadBytes: 64 * 1024 } as const;
 
@@ -38,7 +37,7 @@ function bearerFrom(params: Record<string, unknown> | undefined): string | undef
  * ones close with 4401. Each connection and each principal hold a bounded number of subscriptions.
  */
 export function createWebSocketServer(deps: {
-  schema: GraphQLSchema;
+  pipeline: Pipeline;
   services: Services;
   verifier: TokenVerifier;
   logger: Logger;
@@ -47,11 +46,10 @@ export function createWebSocketServer(deps: {
   /** Origins a cookie-bearing handshake may come from. */
   trustedOrigins: ReadonlySet<string>;
 }) {
-  const { services, verifier, logger } = deps;
+  const { services, verifier, logger, pipeline } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.maxPayloadBytes });
   const states = new WeakMap<object, ConnectionState>();
   const perPrincipal = new Map<string, number>();
-  const rules = [...specifiedRules, depthLimit(MAX_DEPTH)];
 
   const adjust = (state: ConnectionState, delta: number) => {
     state.subscriptions += delta;
@@ -61,10 +59,20 @@ export function createWebSocketServer(deps: {
     else perPrincipal.delete(state.principal.subject);
   };
 
+  const contextFor = (ctx: WsContext<Record<string, unknown>, Extra>) => {
+    const state = states.get(ctx.extra)!;
+    const socket: WebSocket = ctx.extra.socket;
+    const log = logger.child({ reqId: state.requestId });
+    const context = createContext(services, state.principal, state.requestId, log, {
+      onEnd: (why, message) =>
+        socket.close(why === 'expired' ? CLOSE.unauthorized : CLOSE.policy, message.slice(0, 120)),
+      ...(state.principal.kind === 'user' && state.principal.expiresAt ? { expiresAt: state.principal.expiresAt } : {}),
+    });
+    return pipeline.identify(context, ctx.extra.request.socket.remoteAddress);
+  };
+
   const server = useServer<Record<string, unknown>, { state?: ConnectionState }>(
     {
-      schema: deps.schema,
-      validate: (schema, document) => validate(schema, document, rules),
       async onConnect(ctx) {
         const token = bearerFrom(ctx.connectionParams);
         const state: ConnectionState = { principal: ANONYMOUS, requestId: randomUUID(), subscriptions: 0 };
@@ -89,7 +97,7 @@ export function createWebSocketServer(deps: {
           return false;
         }
       },
-      onSubscribe(ctx) {
+      async onSubscribe(ctx, _id, payload) {
         const state = states.get(ctx.extra)!;
         const subject = state.principal.kind === 'user' ? state.principal.subject : '';
         if (state.subscriptions >= LIMITS.perConnection || (perPrincipal.get(subject) ?? 0) >= LIMITS.perPrincipal) {
@@ -102,6 +110,11 @@ export function createWebSocketServer(deps: {
         }
         // The slot is taken here, before any await, so a burst of subscribe messages cannot overshoot.
         adjust(state, 1);
+        // graphql-ws calls onComplete only for operations that ran, so a refused one gives its slot back here.
+        const prepared = await pipeline.prepare(payload, contextFor(ctx));
+        if (prepared.ok) return prepared.args;
+        adjust(state, -1);
+        return prepared.errors;
       },
       onComplete(ctx) {
         const state = states.get(ctx.extra);
@@ -111,25 +124,13 @@ export function createWebSocketServer(deps: {
         const state = states.get(ctx.extra);
         if (state && state.subscriptions) adjust(state, -state.subscriptions);
       },
-      context(ctx) {
-        const state = states.get(ctx.extra)!;
-        const socket: WebSocket = ctx.extra.socket;
-        const log = logger.child({ reqId: state.requestId });
-        return createContext(services, state.principal, state.requestId, log, {
-          onEnd: (why, message) =>
-            socket.close(why === 'expired' ? CLOSE.unauthorized : CLOSE.policy, message.slice(0, 120)),
-          ...(state.principal.kind === 'user' && state.principal.expiresAt
-            ? { expiresAt: state.principal.expiresAt }
-            : {}),
-        });
-      },
       onNext(ctx, _id, _payload, args, result) {
-        return formatResult(result, args.contextValue as Context, (error) =>
+        return pipeline.formatResult(result, args.contextValue as Context, (error) =>
           logger.error({ err: error, reqId: states.get(ctx.extra)?.requestId }, 'unexpected GraphQL error'),
         );
       },
       onError(_ctx, _id, _payload, errors) {
-        return errors.map((e) => formatError(e.toJSON(), e));
+        return pipeline.formatErrors(errors);
       },
     },
     wss,
