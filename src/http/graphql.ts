@@ -20,7 +20,7 @@ import {
 } from './graphqlEnvelope.js';
 import { isUnexpected } from './graphqlErrors.js';
 import type { Metrics } from './metrics.js';
-import type { Pipeline } from './pipeline.js';
+import { namedHash, type Pipeline } from './pipeline.js';
 import { rateLimitHeaders } from './rateBudget.js';
 
 function protocolPlugin(metrics: Metrics, pipeline: Pipeline): ApolloServerPlugin<Context> {
@@ -112,15 +112,18 @@ function persistedDocuments(pipeline: Pipeline) {
       : (req.body as Record<string, unknown>);
     const problem = pipeline.checkSource(params);
     if (problem) return sendGraphqlError(req, res, problem.message, String(problem.extensions.code));
-    if (typeof params.documentId === 'string' && params.query === undefined) {
-      const persistedQuery = { version: 1, sha256Hash: params.documentId.replace(/^sha256:/, '') };
+    const hash = namedHash(params);
+    // Apollo takes an empty query with a hash for a mismatch; without text, the hash alone names the document.
+    if (hash !== undefined && (params.query === undefined || params.query === '')) {
+      const persistedQuery = { version: 1, sha256Hash: hash };
       if (get) {
         const url = new URL(req.url, 'http://x');
         url.searchParams.delete('documentId');
-        url.searchParams.set('extensions', JSON.stringify({ persistedQuery }));
+        url.searchParams.delete('query');
+        url.searchParams.set('extensions', JSON.stringify({ ...(params.extensions as object), persistedQuery }));
         req.url = url.pathname + url.search;
       } else {
-        const { documentId: _, ...rest } = params;
+        const { documentId: _id, query: _query, ...rest } = params;
         req.body = { ...rest, extensions: { ...(rest.extensions as object), persistedQuery } };
       }
     }

@@ -41,8 +41,8 @@ export interface ApqBounds {
 /**
  * Where automatic persisted queries live, with a bound on what anyone can make the server store:
  * documents larger than maxBytes are not registered (the client just keeps sending the full text),
- * and at most maxEntries are kept — least recently used first out in memory; in Redis, at most
- * maxEntries registrations per TTL window, each expiring after that TTL.
+ * and at most maxEntries are kept: least recently used first out in memory, oldest registered first
+ * out in Redis. Entries also expire after Apollo's TTL.
  */
 export function boundedApqStore(bounds: ApqBounds, redis?: Redis, prefix = 'orders-api:apq:'): KeyValueCache<string> {
   return redis ? new RedisApqStore(redis, prefix, bounds) : new MemoryApqStore(bounds);
@@ -85,22 +85,31 @@ class RedisApqStore implements KeyValueCache<string> {
     return (await this.redis.get(this.prefix + key)) ?? undefined;
   }
 
+  /**
+   * Every replica registers into one index ordered by registration time; past maxEntries the oldest
+   * are dropped, so the count is bounded across the fleet and not just per process.
+   */
   async set(key: string, value: string, options?: KeyValueCacheSetOptions) {
-    if (Buffer.byteLength(value) > this.bounds.maxBytes) return;
+    if (Buffer.byteLength(value) > this.bounds.maxBytes || this.bounds.maxEntries === 0) return;
     const ttl = Math.ceil(options?.ttl ?? 86_400);
-    if (await this.redis.exists(this.prefix + key)) return;
-    // A registration counter per TTL window, shared by every replica.
-    const window = `${this.prefix}registrations:${Math.floor(Date.now() / 1000 / ttl)}`;
-    const [[, count]] = (await this.redis
+    const index = `${this.prefix}index`;
+    const now = Date.now();
+    const replies = await this.redis
       .multi()
-      .incr(window)
-      .expire(window, ttl * 2)
-      .exec()) as [[null, number]];
-    if (count > this.bounds.maxEntries) return;
-    await this.redis.set(this.prefix + key, value, 'EX', ttl);
+      .set(this.prefix + key, value, 'EX', ttl)
+      .zadd(index, now, key)
+      .zremrangebyscore(index, '-inf', now - ttl * 1000)
+      .zcard(index)
+      .exec();
+    const count = Number(replies?.[3]?.[1] ?? 0);
+    if (count <= this.bounds.maxEntries) return;
+    const oldest = await this.redis.zpopmin(index, count - this.bounds.maxEntries);
+    const keys = oldest.filter((_, i) => i % 2 === 0).map((k) => this.prefix + k);
+    if (keys.length) await this.redis.del(...keys);
   }
 
   async delete(key: string) {
+    await this.redis.zrem(`${this.prefix}index`, key);
     return (await this.redis.del(this.prefix + key)) > 0;
   }
 }

@@ -62,7 +62,7 @@ export type Admission =
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The hash a request names its document by, if any. */
-function namedHash(params: OperationParams): string | undefined {
+export function namedHash(params: OperationParams): string | undefined {
   const persisted = isRecord(params.extensions) ? params.extensions.persistedQuery : undefined;
   if (isRecord(persisted) && typeof persisted.sha256Hash === 'string') return persisted.sha256Hash.toLowerCase();
   if (typeof params.documentId === 'string') return params.documentId.replace(/^sha256:/, '').toLowerCase();
