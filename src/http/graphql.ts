@@ -2,9 +2,10 @@ import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server
 import { unwrapResolverError } from '@apollo/server/errors';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
+import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { expressMiddleware } from '@as-integrations/express5';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from '../auth/bearer.js';
 import type { Config } from '../config.js';
@@ -176,6 +177,12 @@ export async function createGraphqlRouter(deps: {
     },
     // Persisted queries are content-addressed; a day's TTL and the pipeline's bounds keep the store small.
     persistedQueries: { ttl: 86_400, cache: pipeline.documents },
+    // A parsed document keeps its whole source alive (loc.source) while Apollo's default sizing counts only the
+    // AST, so comment-padded documents could fill memory unseen; the source is counted too.
+    documentStore: new InMemoryLRUCache<DocumentNode>({
+      maxSize: 16 * 2 ** 20,
+      sizeCalculation: (doc) => (doc.loc?.source.body.length ?? 0) + InMemoryLRUCache.sizeCalculation(doc),
+    }),
     plugins: [
       protocolPlugin(metrics, pipeline),
       config.isProduction
