@@ -21,6 +21,7 @@ import {
 } from './graphqlEnvelope.js';
 import { isUnexpected } from './graphqlErrors.js';
 import type { Metrics } from './metrics.js';
+import { sha256 } from './persistedDocuments.js';
 import { namedHash, type Pipeline } from './pipeline.js';
 import { rateLimitHeaders } from './rateBudget.js';
 
@@ -100,11 +101,27 @@ function preventCookieCsrf(req: Request, res: Response, next: NextFunction) {
 }
 
 /**
- * Document references before Apollo: a `documentId` becomes the persisted-query extension Apollo knows,
- * and a hash that does not match its text, or an untrusted text in trusted-documents mode, is refused
- * with its own code. Apollo then looks hashes up in the pipeline's document store.
+ * Before Apollo: a `documentId` becomes the persisted-query extension Apollo knows; a hash that does not
+ * match its text, or an untrusted text in trusted-documents mode, is refused with its own code; a text
+ * over the static limits is refused before Apollo's full validation. Apollo then looks hashes up in the
+ * pipeline's document store and validates with the pipeline's rules, limits included.
  */
 function persistedDocuments(pipeline: Pipeline) {
+  // Hashes of texts that passed the static limits lately, so a popular query is not parsed twice per request.
+  const screened = new Set<string>();
+  const remember = (key: string) => {
+    if (screened.size >= 1000) screened.delete(screened.values().next().value!);
+    screened.add(key);
+  };
+  /** A request error as Apollo would send it: 200 for application/json, 400 for graphql-response+json. */
+  const sendRequestErrors = (req: Request, res: Response, errors: GraphQLError[]) => {
+    const type = mediaTypeFor(req.headers.accept) || 'application/json';
+    res.vary('Accept');
+    res
+      .status(type === 'application/json' ? 200 : 400)
+      .type(`${type}; charset=utf-8`)
+      .send(JSON.stringify({ errors: errors.map((e) => pipeline.formatError(e.toJSON(), e)) }));
+  };
   return (req: Request, res: Response, next: NextFunction) => {
     const get = req.method === 'GET';
     const q = req.query as Record<string, unknown>;
@@ -113,6 +130,14 @@ function persistedDocuments(pipeline: Pipeline) {
       : (req.body as Record<string, unknown>);
     const problem = pipeline.checkSource(params);
     if (problem) return sendGraphqlError(req, res, problem.message, String(problem.extensions.code));
+    const text = typeof params.query === 'string' && params.query !== '' ? params.query : undefined;
+    const key = text && sha256(text);
+    if (text && key && !screened.has(key)) {
+      const { errors } = pipeline.screen(text);
+      // Parse errors are left to Apollo, which reports them the same way and as cheaply.
+      if (errors?.[0]?.extensions.code === 'GRAPHQL_VALIDATION_FAILED') return sendRequestErrors(req, res, errors);
+      if (!errors) remember(key);
+    }
     const hash = namedHash(params);
     // Apollo takes an empty query with a hash for a mismatch; without text, the hash alone names the document.
     if (hash !== undefined && (params.query === undefined || params.query === '')) {

@@ -20,7 +20,7 @@ import type { Config } from '../config.js';
 import type { Context } from '../context.js';
 import { operationCost } from './cost.js';
 import { clientError, formatError, formatResult, type ErrorPolicy } from './graphqlErrors.js';
-import { staticLimits } from './limits.js';
+import { limitErrors, staticLimits } from './limits.js';
 import type { Metrics } from './metrics.js';
 import { boundedApqStore, loadManifest, sha256 } from './persistedDocuments.js';
 import { clientKey, type Charge, type RateBudget } from './rateBudget.js';
@@ -93,7 +93,23 @@ export function createPipeline(deps: {
     staticLimits(limits),
     ...(config.isProduction ? [NoSchemaIntrospectionCustomRule] : []),
   ];
-  const allRules = [...specifiedRules, ...rules];
+  /** What validate() still has to check once limitErrors() has passed a document. */
+  const fullRules = [...specifiedRules, ...(config.isProduction ? [NoSchemaIntrospectionCustomRule] : [])];
+
+  /**
+   * The cheap checks first: parsing (bounded by MAX_TOKENS) and the static limits, a linear walk.
+   * A hostile document is refused here before graphql's full validation, which costs far more.
+   */
+  function screen(text: string): { document: DocumentNode; errors?: undefined } | { errors: GraphQLError[] } {
+    let document: DocumentNode;
+    try {
+      document = parse(text, parseOptions);
+    } catch (error) {
+      return { errors: [clientError((error as Error).message, 'GRAPHQL_PARSE_FAILED')] };
+    }
+    const errors = limitErrors(document, limits);
+    return errors.length ? { errors } : { document };
+  }
   const costs = new WeakMap<object, CostReport>();
   const clients = new WeakMap<object, string | undefined>();
 
@@ -176,6 +192,7 @@ export function createPipeline(deps: {
     policy,
     documents,
     checkSource,
+    screen,
     admit,
     formatError: (formatted: GraphQLFormattedError, error: unknown) => formatError(formatted, error, policy),
 
@@ -199,13 +216,10 @@ export function createPipeline(deps: {
     ): Promise<{ ok: true; args: ExecutionArgs } | { ok: false; errors: GraphQLError[] }> {
       const source = await resolveSource(params);
       if (source instanceof GraphQLError) return { ok: false, errors: [source] };
-      let document: DocumentNode;
-      try {
-        document = parse(source, parseOptions);
-      } catch (error) {
-        return { ok: false, errors: [clientError((error as Error).message, 'GRAPHQL_PARSE_FAILED')] };
-      }
-      const invalid = validate(schema, document, allRules);
+      const screened = screen(source);
+      if (screened.errors) return { ok: false, errors: screened.errors };
+      const { document } = screened;
+      const invalid = validate(schema, document, fullRules);
       if (invalid.length) {
         return {
           ok: false,
