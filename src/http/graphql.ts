@@ -120,7 +120,7 @@ function persistedDocuments(pipeline: Pipeline) {
     res
       .status(type === 'application/json' ? 200 : 400)
       .type(`${type}; charset=utf-8`)
-      .send(JSON.stringify({ errors: errors.map((e) => pipeline.formatError(e.toJSON(), e)) }));
+      .send(JSON.stringify({ errors: pipeline.formatErrors(errors) }));
   };
   return (req: Request, res: Response, next: NextFunction) => {
     const get = req.method === 'GET';
