@@ -85,7 +85,9 @@ export function createPipeline(deps: {
   const limits = config.graphql;
   const manifest = limits.persistedDocuments ? loadManifest(limits.persistedDocuments) : undefined;
   const trustedOnly = Boolean(manifest) && config.isProduction;
-  const apq = boundedApqStore(limits.apq, deps.redis);
+  // One deployment per database schema: replicas share the store, and test runs on one Redis do not.
+  const schemaName = config.database.kind === 'postgres' ? config.database.schema : undefined;
+  const apq = boundedApqStore(limits.apq, deps.redis, `orders-api:apq:${schemaName ? `${schemaName}:` : ''}`);
   const policy: ErrorPolicy = { hideSuggestions: config.isProduction };
   const parseOptions: ParseOptions = { maxTokens: limits.maxTokens };
   /** Added to graphql's specified rules on every transport. */
