@@ -64,8 +64,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** The hash a request names its document by, if any. */
 export function namedHash(params: OperationParams): string | undefined {
   const persisted = isRecord(params.extensions) ? params.extensions.persistedQuery : undefined;
-  if (isRecord(persisted) && typeof persisted.sha256Hash === 'string') return persisted.sha256Hash.toLowerCase();
-  if (typeof params.documentId === 'string') return params.documentId.replace(/^sha256:/, '').toLowerCase();
+  if (isRecord(persisted) && typeof persisted.sha256Hash === 'string') return persisted.sha256Hash;
+  if (typeof params.documentId === 'string') return params.documentId.replace(/^sha256:/, '');
   return undefined;
 }
 
@@ -90,7 +90,10 @@ export function createPipeline(deps: {
   const apq = boundedApqStore(limits.apq, deps.redis, `orders-api:apq:${schemaName ? `${schemaName}:` : ''}`);
   const policy: ErrorPolicy = { hideSuggestions: config.isProduction };
   const parseOptions: ParseOptions = { maxTokens: limits.maxTokens };
-  /** Added to graphql's specified rules on every transport. */
+  /**
+   * Apollo's rules beside graphql's specified ones. Apollo validates documents it finds by hash too, so the
+   * limits are a rule there as well as a screen before it (streaming transports screen, then validate).
+   */
   const rules: ValidationRule[] = [
     staticLimits(limits),
     ...(config.isProduction ? [NoSchemaIntrospectionCustomRule] : []),
