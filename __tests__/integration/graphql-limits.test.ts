@@ -2,26 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { getIntrospectionQuery } from 'graphql';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { aliases, chainedFragments, createOrders, FAN_OUT } from '../helpers/hostile.js';
 import { codeOf, send, TRANSPORTS, type Transport } from '../helpers/transports.js';
-
-/** The issue's 143-byte query: within the depth limit, about 1.2 M orders. */
-export const FAN_OUT =
-  '{ recentOrders(first:100) { customer { orders(first:100) { customer { orders(first:100) { customer { orders(first:100) { id }}}}}}}}';
-
-/** Each fragment spreads the next twice: a walk that does not cache fragments doubles per level. */
-export function chainedFragments(levels = 30): string {
-  const fragments = Array.from({ length: levels }, (_, i) =>
-    i === levels - 1
-      ? `fragment F${i} on Customer { id }`
-      : `fragment F${i} on Customer { id orders(first: 1) { customer { ...F${i + 1} } } ...F${i + 1} }`,
-  );
-  return `{ recentOrders(first: 1) { customer { ...F0 } } } ${fragments.join(' ')}`;
-}
-
-const aliases = (n: number, field: string) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: ${field}`).join(' ')} }`;
-
-const createOrders = (n: number) =>
-  `mutation { ${Array.from({ length: n }, (_, i) => `m${i}: createOrder(input: { items: [{ sku: "KB-001", qty: 1 }] }) { id }`).join(' ')} }`;
 
 const INTROSPECTION_VARIANTS = [
   getIntrospectionQuery(),

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { getIntrospectionQuery } from 'graphql';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { aliases, chainedFragments, createOrders, FAN_OUT } from '../helpers/hostile.js';
 import { codeOf, send, TRANSPORTS, type Transport } from '../helpers/transports.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -91,6 +92,27 @@ describe('GraphQL in production, on every transport', () => {
         extensions: { persistedQuery: { version: 1, sha256Hash: sha256(UNTRUSTED) } },
       });
       assert.equal(codeOf(res), 'PERSISTED_QUERY_NOT_FOUND');
+    });
+  }
+
+  for (const transport of TRANSPORTS) {
+    test(`${transport}: the limits hold in production too`, async () => {
+      const fanOut = await send(prod.url, transport, { query: FAN_OUT }, alice);
+      assert.equal(codeOf(fanOut), 'QUERY_TOO_COMPLEX');
+      const chained = await send(prod.url, transport, { query: chainedFragments() });
+      assert.match(chained.body.errors![0]!.message, /nested \d+ levels deep; at most 12/);
+      const aliased = await send(prod.url, transport, { query: aliases(16, '__typename') });
+      assert.match(aliased.body.errors![0]!.message, /16 aliases; at most 15/);
+      const directives = await send(prod.url, transport, {
+        query: `{ ${'__typename @include(if: true) '.repeat(51)}}`,
+      });
+      assert.match(directives.body.errors![0]!.message, /51 directives; at most 50/);
+      const tokens = await send(prod.url, transport, { query: aliases(400, '__typename') });
+      assert.equal(codeOf(tokens), 'GRAPHQL_PARSE_FAILED');
+      if (transport !== 'get') {
+        const mutations = await send(prod.url, transport, { query: createOrders(11) }, alice);
+        assert.match(mutations.body.errors![0]!.message, /11 mutation fields; at most 10/);
+      }
     });
   }
 
