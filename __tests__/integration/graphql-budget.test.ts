@@ -70,6 +70,13 @@ describe('persisted queries (APQ) on every transport', () => {
   });
   after(() => server.close());
 
+  test('a response that shared caches may store carries no RateLimit fields', async () => {
+    const res = await request(server.url).get('/graphql').query({ query: '{ products { sku } }' }).expect(200);
+    assert.match(res.headers['cache-control']!, /public/);
+    assert.equal(res.headers.ratelimit, undefined);
+    assert.equal(res.headers['ratelimit-policy'], undefined);
+  });
+
   for (const transport of TRANSPORTS) {
     test(`${transport}: a hash that does not match the text is PERSISTED_QUERY_HASH_MISMATCH`, async () => {
       const res = await send(server.url, transport, {

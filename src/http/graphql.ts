@@ -51,7 +51,12 @@ function protocolPlugin(metrics: Metrics, pipeline: Pipeline): ApolloServerPlugi
             }
           }
         },
-        async willSendResponse({ response, request, contextValue }) {
+        async willSendResponse({ response, request, contextValue, overallCachePolicy }) {
+          // A shared cache would hand one caller's budget to everyone who gets the stored copy.
+          if (overallCachePolicy.policyIfCacheable()?.scope === 'PUBLIC') {
+            response.http.headers.delete('ratelimit');
+            response.http.headers.delete('ratelimit-policy');
+          }
           if (response.body.kind !== 'single') return;
           const { errors, data } = response.body.singleResult;
           const cost = pipeline.costOf(contextValue);
