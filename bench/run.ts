@@ -35,6 +35,11 @@ if (process.argv.includes('--fanout')) {
   const { runFanout } = await import('./fanout.js');
   process.exit(await runFanout(process.argv.slice(2).filter((a) => a !== '--fanout')));
 }
+// Hostile GraphQL documents beside normal traffic (see bench/abuse.ts).
+if (process.argv.includes('--abuse')) {
+  const { runAbuse } = await import('./abuse.js');
+  process.exit(await runAbuse(process.argv.slice(2).filter((a) => a !== '--abuse')));
+}
 
 const USAGE = `usage: npm run bench -- [options]
   --duration <s>      about how long each measured run lasts (default 8): it sends the number of
@@ -47,7 +52,8 @@ const USAGE = `usage: npm run bench -- [options]
                       the first instance's IdP as its external OIDC issuer) instead of the development one
   --profile           CPU-profile the app during each measured run (slows it; numbers are then not comparable)
   --check <ratio>     exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors
-  --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)`;
+  --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)
+  --abuse             send each hostile GraphQL document for 30 s beside normal traffic (--seconds <s>)`;
 
 const { values: flags } = parseArgs({
   options: {

@@ -17,6 +17,7 @@ import { createAuthRouter } from './http/authRoutes.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
 import { createGraphqlRouter } from './http/graphql.js';
 import { createMetrics, recordRequests } from './http/metrics.js';
+import { createPipeline } from './http/pipeline.js';
 import { createRateBudget } from './http/rateBudget.js';
 import { problemPage, sendProblem } from './http/problems.js';
 import { createRestRouter } from './http/rest/index.js';
@@ -30,7 +31,7 @@ import { createEventBus } from './store/eventBus.js';
 import { deleteOldEvents } from './store/events.js';
 import { deleteExpiredKeys } from './store/idempotency.js';
 import { createSweeper } from './store/sweeper.js';
-import { RedisKeyValueCache, redisReady } from './store/redis.js';
+import { redisReady } from './store/redis.js';
 
 export interface AppDeps {
   readonly config: Config;
@@ -48,6 +49,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   const services = createServices(db, bus);
   const schema = buildSchema();
   const budget = createRateBudget({ ...config.rateLimit, redis, namespace: db.identity, logger });
+  const pipeline = createPipeline({ schema, config, budget, metrics, ...(redis ? { redis } : {}) });
 
   const idp = config.oidc.issuer
     ? null
@@ -107,13 +109,13 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     verifier,
     metrics,
     logger,
+    pipeline,
     session: sessionAuth,
     trustedOrigins: trusted,
-    ...(redis ? { cache: new RedisKeyValueCache(redis, 'orders-api:apq:') } : {}),
   });
 
   const sse = createSseRouter({
-    schema,
+    pipeline,
     services,
     verifier,
     logger,
@@ -233,7 +235,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     sweeper,
     /** WebSocket subscriptions share the /graphql path with HTTP. */
     websockets: createWebSocketServer({
-      schema,
+      pipeline,
       services,
       verifier,
       logger,

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { z } from 'zod';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -99,6 +100,24 @@ const EnvSchema = z.object({
       .max(300, DRAIN_DELAY_PROBLEM)
       .optional(),
   ),
+  MAX_QUERY_DEPTH: z.coerce.number().int().min(1).max(100).default(12),
+  MAX_ALIASES: z.coerce.number().int().min(0).max(1000).default(15),
+  MAX_DIRECTIVES: z.coerce.number().int().min(0).max(1000).default(50),
+  MAX_TOKENS: z.coerce.number().int().min(100).max(100_000).default(1000),
+  MAX_QUERY_COST: z.coerce.number().int().min(1).default(10000),
+  MAX_MUTATIONS: z.coerce.number().int().min(1).max(1000).default(10),
+  PERSISTED_DOCUMENTS: optionalString.pipe(
+    z
+      .string()
+      .refine((p) => existsSync(p), 'PERSISTED_DOCUMENTS must name an existing manifest.json')
+      .optional(),
+  ),
+  APQ_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(8 * 1024),
+  APQ_MAX_ENTRIES: z.coerce.number().int().min(0).default(2000),
   TRUST_PROXY: z
     .string()
     .trim()
@@ -111,13 +130,13 @@ const EnvSchema = z.object({
  * Rules between settings. They read the raw strings, so they are reported even when some
  * single setting is malformed: zod would skip an object-level refinement in that case.
  */
-function crossFieldProblems(env: NodeJS.ProcessEnv): string[] {
+function crossFieldProblems(env: NodeJS.ProcessEnv, opts: LoadConfigOptions): string[] {
   const set = (name: string) => Boolean(env[name]?.trim());
   const problems: string[] = [];
   if (env.NODE_ENV?.trim() === 'production') {
     if (!set('OIDC_ISSUER'))
       problems.push('OIDC_ISSUER: is required in production (the embedded identity provider is for development only)');
-    if (!set('DATABASE_URL'))
+    if (!set('DATABASE_URL') && !opts.databaseHandedIn)
       problems.push('DATABASE_URL: is required in production (the embedded database is for development only)');
   }
   if (!set('OIDC_ISSUER') && (set('OIDC_CLIENT_ID') || set('OIDC_CLIENT_SECRET')))
@@ -172,6 +191,19 @@ export interface Config {
   readonly sweepIntervalSeconds: number;
   /** How long repeated sign-in failures lock a username or address at the embedded IdP. */
   readonly signin: { readonly lockSeconds: number };
+  /** Static limits and the cost ceiling every GraphQL document meets before anything runs, on every transport. */
+  readonly graphql: {
+    readonly maxDepth: number;
+    readonly maxAliases: number;
+    readonly maxDirectives: number;
+    readonly maxTokens: number;
+    readonly maxCost: number;
+    readonly maxMutations: number;
+    /** A graphql-codegen persisted-documents manifest: when set, production runs only these documents. */
+    readonly persistedDocuments?: string;
+    /** Automatic persisted queries: larger documents are not registered, and at most this many are kept. */
+    readonly apq: { readonly maxBytes: number; readonly maxEntries: number };
+  };
 }
 
 export interface StreamLimits {
@@ -188,6 +220,14 @@ export interface StreamLimits {
   readonly sseReservationTtlSeconds: number;
 }
 
+export interface LoadConfigOptions {
+  /**
+   * The caller hands an already open database to startServer (a test's second instance over the first's
+   * embedded one), so production's demand for DATABASE_URL does not apply. Deliberately not an env var.
+   */
+  readonly databaseHandedIn?: boolean;
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
@@ -196,11 +236,11 @@ export class ConfigError extends Error {
 }
 
 /** Validates the whole environment at once so that every problem is reported together. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfigOptions = {}): Config {
   const parsed = EnvSchema.safeParse(env);
   const problems = [
     ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.') || 'environment'}: ${i.message}`)),
-    ...crossFieldProblems(env),
+    ...crossFieldProblems(env, opts),
   ];
   if (!parsed.success || problems.length) throw new ConfigError(problems);
   const e = parsed.data;
@@ -239,6 +279,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     loginAttemptsPerIp: e.LOGIN_ATTEMPTS_PER_IP,
     sweepIntervalSeconds: e.SWEEP_INTERVAL_S,
     signin: { lockSeconds: e.SIGNIN_LOCK_S },
+    graphql: {
+      maxDepth: e.MAX_QUERY_DEPTH,
+      maxAliases: e.MAX_ALIASES,
+      maxDirectives: e.MAX_DIRECTIVES,
+      maxTokens: e.MAX_TOKENS,
+      maxCost: e.MAX_QUERY_COST,
+      maxMutations: e.MAX_MUTATIONS,
+      ...(e.PERSISTED_DOCUMENTS ? { persistedDocuments: e.PERSISTED_DOCUMENTS } : {}),
+      apq: { maxBytes: e.APQ_MAX_BYTES, maxEntries: e.APQ_MAX_ENTRIES },
+    },
   };
   return deepFreeze(config);
 }

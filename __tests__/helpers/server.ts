@@ -50,16 +50,20 @@ export async function startTestServer(
     : process.env.DATABASE_URL
       ? `test_${randomBytes(6).toString('hex')}`
       : undefined;
-  const config = loadConfig({
-    NODE_ENV: 'test',
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'silent',
-    DATA_DIR: 'memory',
-    ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL, DATABASE_SCHEMA: schema } : {}),
-    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
-    ...env,
-  });
+  const config = loadConfig(
+    {
+      NODE_ENV: 'test',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+      DATA_DIR: 'memory',
+      ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL, DATABASE_SCHEMA: schema } : {}),
+      ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+      ...env,
+    },
+    // A second instance over the first's embedded database: production's DATABASE_URL rule does not apply.
+    { databaseHandedIn: Boolean(shared && !schema) },
+  );
   const running = await startServer(
     config,
     pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),

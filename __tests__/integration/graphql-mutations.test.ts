@@ -103,8 +103,8 @@ describe('GraphQL mutations', () => {
   test('staff drive the lifecycle; an etag makes a change conditional', async () => {
     const order = await place(alice);
     const paid = await server.gql(SET_STATUS, { id: order.id, status: 'paid', etag: order.etag }, { token: carol });
-    assert.deepEqual(paid.body, {
-      data: { updateOrderStatus: { id: order.id, status: 'paid', version: 2, etag: `"${order.id}.v2"` } },
+    assert.deepEqual(paid.body.data, {
+      updateOrderStatus: { id: order.id, status: 'paid', version: 2, etag: `"${order.id}.v2"` },
     });
     const stale = await server.gql(SET_STATUS, { id: order.id, status: 'shipped', etag: order.etag }, { token: carol });
     assert.equal(stale.body.errors?.[0]?.extensions?.code, 'PRECONDITION_FAILED');
@@ -124,7 +124,7 @@ describe('GraphQL mutations', () => {
     const pay = await server.gql(SET_STATUS, { id: order.id, status: 'paid' }, { token: alice });
     assert.equal(pay.body.errors?.[0]?.extensions?.code, 'FORBIDDEN');
     const cancelled = await server.gql(CANCEL, { id: order.id }, { token: alice });
-    assert.deepEqual(cancelled.body, { data: { cancelOrder: { id: order.id, status: 'cancelled' } } });
+    assert.deepEqual(cancelled.body.data, { cancelOrder: { id: order.id, status: 'cancelled' } });
 
     const paidOrder = await place(alice);
     await server.gql(SET_STATUS, { id: paidOrder.id, status: 'paid' }, { token: carol });
@@ -149,12 +149,10 @@ describe('GraphQL mutations', () => {
       { id: order.id },
       { token: carol },
     );
-    assert.deepEqual(res.body, {
-      data: {
-        a: { status: 'paid', version: 2 },
-        b: { status: 'shipped', version: 3 },
-        c: { status: 'delivered', version: 4 },
-      },
+    assert.deepEqual(res.body.data, {
+      a: { status: 'paid', version: 2 },
+      b: { status: 'shipped', version: 3 },
+      c: { status: 'delivered', version: 4 },
     });
   });
 

@@ -151,12 +151,12 @@ describe('GraphQL queries', () => {
     const aliceOrder = aliceList.recentOrders[0]!.id;
     const byId = `query($id: ID!) { order(id: $id) { id customer { name } } }`;
     const aliceReadsBob = await server.gql(byId, { id: bobsOrder }, { token: alice });
-    assert.deepEqual(aliceReadsBob.body, { data: { order: null } });
+    assert.deepEqual(aliceReadsBob.body.data, { order: null });
 
     const carolReadsBob = await server.gql(byId, { id: bobsOrder }, { token: carol });
-    assert.deepEqual(carolReadsBob.body, { data: { order: { id: bobsOrder, customer: { name: 'Bob Brown' } } } });
+    assert.deepEqual(carolReadsBob.body.data, { order: { id: bobsOrder, customer: { name: 'Bob Brown' } } });
     const carolReadsAlice = await server.gql(byId, { id: aliceOrder }, { token: carol });
-    assert.deepEqual(carolReadsAlice.body, { data: { order: { id: aliceOrder, customer: { name: 'Alice Adams' } } } });
+    assert.deepEqual(carolReadsAlice.body.data, { order: { id: aliceOrder, customer: { name: 'Alice Adams' } } });
 
     const carolList = (await server.gql(mine, undefined, { token: carol })).body.data as { recentOrders: OrderRef[] };
     assert.ok(new Set(carolList.recentOrders.map((o) => o.customer.name)).size > 2);
@@ -164,7 +164,7 @@ describe('GraphQL queries', () => {
 
   test('an unknown order id is null, not an error', async () => {
     const res = await server.gql(`{ order(id: "ord_00000000000000000000000000") { id } }`, undefined, { token: carol });
-    assert.deepEqual(res.body, { data: { order: null } });
+    assert.deepEqual(res.body.data, { order: null });
   });
 
   test('anonymous callers get public fields, and UNAUTHENTICATED for order data', async () => {

@@ -66,6 +66,6 @@ describe('operational endpoints', () => {
     const [row] = await server.running.app.db.query<{ n: number }>('select count(*)::int as n from idp_keys');
     assert.equal(row!.n, 1);
     const res = await server.gql('{ viewer { subject } }', undefined, { token });
-    assert.deepEqual(res.body, { data: { viewer: { subject: 'alice' } } });
+    assert.deepEqual(res.body.data, { viewer: { subject: 'alice' } });
   });
 });

@@ -1,11 +1,11 @@
-import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
-import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
+import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { expressMiddleware } from '@as-integrations/express5';
-import express, { type Request } from 'express';
-import type { GraphQLSchema } from 'graphql';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { GraphQLError, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from '../auth/bearer.js';
 import type { Config } from '../config.js';
@@ -14,15 +14,38 @@ import { RETRY_AFTER_SECONDS } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
 import { refuseCookieCsrf } from './cookieCsrf.js';
-import { depthLimit, MAX_DEPTH } from './depthLimit.js';
-import { graphqlAuthFailure, graphqlEnvelope, mediaTypeFor, refuseForeignOrigins } from './graphqlEnvelope.js';
-import { formatError, isUnexpected } from './graphqlErrors.js';
+import {
+  graphqlAuthFailure,
+  graphqlEnvelope,
+  mediaTypeFor,
+  refuseForeignOrigins,
+  sendGraphqlError,
+} from './graphqlEnvelope.js';
+import { isUnexpected } from './graphqlErrors.js';
 import type { Metrics } from './metrics.js';
+import { sha256 } from './persistedDocuments.js';
+import { namedHash, type Pipeline } from './pipeline.js';
+import { rateLimitHeaders } from './rateBudget.js';
 
-function protocolPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
+function protocolPlugin(metrics: Metrics, pipeline: Pipeline): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
       return {
+        // Cost and budget, before execution: the operation is known and its variables are at hand.
+        async didResolveOperation({ document, operation, request, contextValue, response }) {
+          if (!operation) return;
+          const admission = await pipeline.admit(document, operation, request.variables, contextValue);
+          const headers = admission.charge ? rateLimitHeaders(admission.charge) : {};
+          for (const [name, value] of Object.entries(headers)) response.http.headers.set(name.toLowerCase(), value);
+          if (admission.ok) return;
+          const status = admission.error.extensions.code === 'RATE_LIMITED' ? 429 : 400;
+          throw new GraphQLError(admission.error.message, {
+            extensions: {
+              ...admission.error.extensions,
+              http: { status, headers: new HeaderMap(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) },
+            },
+          });
+        },
         async didEncounterErrors({ errors, contextValue }) {
           for (const error of errors) {
             if (isUnexpected(error)) {
@@ -30,9 +53,16 @@ function protocolPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
             }
           }
         },
-        async willSendResponse({ response, request }) {
+        async willSendResponse({ response, request, contextValue, overallCachePolicy }) {
+          // A shared cache would hand one caller's budget to everyone who gets the stored copy.
+          if (overallCachePolicy.policyIfCacheable()?.scope === 'PUBLIC') {
+            response.http.headers.delete('ratelimit');
+            response.http.headers.delete('ratelimit-policy');
+          }
           if (response.body.kind !== 'single') return;
           const { errors, data } = response.body.singleResult;
+          const cost = pipeline.costOf(contextValue);
+          if (cost) response.body.singleResult.extensions = { ...response.body.singleResult.extensions, cost };
           for (const error of errors ?? [])
             metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
           // A dependency that is down is the server's condition, not the request's: 503 + Retry-After tell
@@ -59,8 +89,75 @@ function isLandingPageRequest(req: Request): boolean {
     req.method === 'GET' &&
     req.query.query === undefined &&
     req.query.extensions === undefined &&
+    req.query.documentId === undefined &&
     req.accepts(['json', 'html']) === 'html'
   );
+}
+
+/**
+ * Before Apollo: a `documentId` becomes the persisted-query extension Apollo knows; a hash that does not
+ * match its text, or an untrusted text in trusted-documents mode, is refused with its own code; a text
+ * over the static limits is refused before Apollo's full validation. Apollo then looks hashes up in the
+ * pipeline's document store and validates with the pipeline's rules, limits included.
+ */
+function persistedDocuments(pipeline: Pipeline) {
+  // Hashes of texts that passed the static limits lately, so a popular query is not parsed twice per request.
+  const screened = new Set<string>();
+  const remember = (key: string) => {
+    if (screened.size >= 1000) screened.delete(screened.values().next().value!);
+    screened.add(key);
+  };
+  /** A request error as Apollo would send it: 200 for application/json, 400 for graphql-response+json. */
+  const sendRequestErrors = (req: Request, res: Response, errors: GraphQLError[]) => {
+    const type = mediaTypeFor(req.headers.accept) || 'application/json';
+    res.vary('Accept');
+    res
+      .status(type === 'application/json' ? 200 : 400)
+      .type(`${type}; charset=utf-8`)
+      .send(JSON.stringify({ errors: pipeline.formatErrors(errors) }));
+  };
+  return (req: Request, res: Response, next: NextFunction) => {
+    const get = req.method === 'GET';
+    const q = req.query as Record<string, unknown>;
+    const params: Record<string, unknown> = get
+      ? { query: q.query, documentId: q.documentId, extensions: parseJson(q.extensions) }
+      : (req.body as Record<string, unknown>);
+    const problem = pipeline.checkSource(params);
+    if (problem) return sendGraphqlError(req, res, problem.message, String(problem.extensions.code));
+    const text = typeof params.query === 'string' && params.query !== '' ? params.query : undefined;
+    const key = text && sha256(text);
+    if (text && key && !screened.has(key)) {
+      const { errors } = pipeline.screen(text);
+      // Parse errors are left to Apollo, which reports them the same way and as cheaply.
+      if (errors?.[0]?.extensions.code === 'GRAPHQL_VALIDATION_FAILED') return sendRequestErrors(req, res, errors);
+      if (!errors) remember(key);
+    }
+    const hash = namedHash(params);
+    // Apollo takes an empty query with a hash for a mismatch; without text, the hash alone names the document.
+    if (hash !== undefined && (params.query === undefined || params.query === '')) {
+      const persistedQuery = { version: 1, sha256Hash: hash };
+      if (get) {
+        const url = new URL(req.url, 'http://x');
+        url.searchParams.delete('documentId');
+        url.searchParams.delete('query');
+        url.searchParams.set('extensions', JSON.stringify({ ...(params.extensions as object), persistedQuery }));
+        req.url = url.pathname + url.search;
+      } else {
+        const { documentId: _id, query: _query, ...rest } = params;
+        req.body = { ...rest, extensions: { ...(rest.extensions as object), persistedQuery } };
+      }
+    }
+    next();
+  };
+}
+
+function parseJson(value: unknown): unknown {
+  if (typeof value !== 'string') return undefined;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return undefined;
+  }
 }
 
 export async function createGraphqlRouter(deps: {
@@ -70,17 +167,17 @@ export async function createGraphqlRouter(deps: {
   verifier: TokenVerifier;
   metrics: Metrics;
   logger: Logger;
-  cache?: KeyValueCache<string>;
+  pipeline: Pipeline;
   /** Browser sessions: their cookie authenticates /graphql too. */
   session?: AuthenticateOptions['session'];
   /** Origins a cookie-bearing request may come from. */
   trustedOrigins: ReadonlySet<string>;
 }): Promise<{ router: express.Router; stop(): Promise<void> }> {
-  const { config, services, verifier, metrics, logger, session } = deps;
+  const { config, services, verifier, metrics, logger, session, pipeline } = deps;
   const apollo = new ApolloServer<Context>({
     schema: deps.schema,
-    introspection: !config.isProduction,
-    hideSchemaDetailsFromClientErrors: config.isProduction,
+    // The pipeline's rules refuse introspection in production, on every transport alike.
+    introspection: true,
     includeStacktraceInErrorResponses: false,
     // main.ts owns shutdown: Apollo must keep serving while in-flight requests drain.
     stopOnTerminationSignals: false,
@@ -88,19 +185,25 @@ export async function createGraphqlRouter(deps: {
     csrfPrevention: false,
     // Apollo pretty-prints by default; compact JSON is smaller and faster.
     stringifyResult: (value) => JSON.stringify(value),
-    validationRules: [depthLimit(MAX_DEPTH)],
-    formatError,
+    parseOptions: pipeline.parseOptions,
+    validationRules: pipeline.rules,
+    formatError: pipeline.formatError,
     logger: {
       debug: (m) => logger.debug(m),
       info: (m) => logger.info(m),
       warn: (m) => logger.warn(m),
       error: (m) => logger.error(m),
     },
-    ...(deps.cache ? { cache: deps.cache } : {}),
-    // Persisted queries are content-addressed; a day's TTL keeps the shared cache bounded.
-    persistedQueries: { ttl: 86_400 },
+    // Persisted queries are content-addressed; a day's TTL and the pipeline's bounds keep the store small.
+    persistedQueries: { ttl: 86_400, cache: pipeline.documents },
+    // A parsed document keeps its whole source alive (loc.source) while Apollo's default sizing counts only the
+    // AST, so comment-padded documents could fill memory unseen; the source is counted too.
+    documentStore: new InMemoryLRUCache<DocumentNode>({
+      maxSize: 16 * 2 ** 20,
+      sizeCalculation: (doc) => (doc.loc?.source.body.length ?? 0) + InMemoryLRUCache.sizeCalculation(doc),
+    }),
     plugins: [
-      protocolPlugin(metrics),
+      protocolPlugin(metrics, pipeline),
       config.isProduction
         ? ApolloServerPluginLandingPageDisabled()
         : ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true }),
@@ -116,8 +219,10 @@ export async function createGraphqlRouter(deps: {
     refuseForeignOrigins(deps.trustedOrigins),
     ...graphqlEnvelope({ bodyLimit: '100kb' }),
     authenticate(verifier, graphqlAuthFailure, session ? { session } : {}),
+    persistedDocuments(pipeline),
     expressMiddleware(apollo, {
-      context: async ({ req, res }) => createContext(services, res.locals.principal, String(req.id), req.log),
+      context: async ({ req, res }) =>
+        pipeline.identify(createContext(services, res.locals.principal, String(req.id), req.log), req.ip),
     }),
   );
   return { router, stop: () => apollo.stop() };

@@ -56,7 +56,9 @@ function parseJsonParam(value: unknown, name: string): { value?: unknown; error?
 /** Checks the parameter map shared by GET and POST; returns the first problem found. */
 function checkParams(params: Record<string, unknown>): string | undefined {
   const { query, operationName, variables, extensions } = params;
-  const persisted = isRecord(extensions) && isRecord(extensions.persistedQuery);
+  // A trusted document may be named by graphql-codegen's documentId instead.
+  const persisted =
+    (isRecord(extensions) && isRecord(extensions.persistedQuery)) || typeof params.documentId === 'string';
   if (query === undefined && !persisted) return 'The query parameter is required.';
   if (query !== undefined && typeof query !== 'string') return 'The query parameter must be a string.';
   if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') {
@@ -159,6 +161,7 @@ function checkGet(req: Request, res: Response, next: NextFunction) {
   if (
     q.query === undefined &&
     q.extensions === undefined &&
+    q.documentId === undefined &&
     responseMediaType(req) !== GRAPHQL_RESPONSE_TYPE &&
     req.accepts(['json', 'html']) === 'html'
   ) {
@@ -174,6 +177,7 @@ function checkGet(req: Request, res: Response, next: NextFunction) {
     extensions.error ??
     checkParams({
       query: q.query,
+      documentId: q.documentId,
       operationName: q.operationName,
       variables: variables.value,
       extensions: extensions.value,

@@ -1,5 +1,11 @@
 import { unwrapResolverError } from '@apollo/server/errors';
-import type { ExecutionResult, FormattedExecutionResult, GraphQLFormattedError } from 'graphql';
+import {
+  GraphQLError,
+  Kind,
+  type ExecutionResult,
+  type FormattedExecutionResult,
+  type GraphQLFormattedError,
+} from 'graphql';
 import { DomainError } from '../domain/errors.js';
 
 /** Codes that describe the client's request and may be shown as they are. */
@@ -11,11 +17,46 @@ const CLIENT_CODES = new Set([
   'OPERATION_RESOLUTION_FAILURE',
   'PERSISTED_QUERY_NOT_FOUND',
   'PERSISTED_QUERY_NOT_SUPPORTED',
+  'PERSISTED_QUERY_HASH_MISMATCH',
+  'PERSISTED_QUERY_NOT_TRUSTED',
   'TOO_MANY_SUBSCRIPTIONS',
+  'QUERY_TOO_COMPLEX',
+  'RATE_LIMITED',
 ]);
 
+/** A GraphQL error that reports the client's request, with its code. */
+export const clientError = (message: string, code: string, extensions: Record<string, unknown> = {}) =>
+  new GraphQLError(message, { extensions: { ...extensions, code } });
+
+/**
+ * Variable coercion errors come from graphql-js without a code. Apollo tags them BAD_USER_INPUT on
+ * HTTP; the streaming transports execute with graphql-js directly, so they are recognised here too.
+ */
+function isVariableError(error: unknown): boolean {
+  if (!(error instanceof GraphQLError)) return false;
+  const node = error.nodes?.length === 1 ? error.nodes[0] : undefined;
+  return node?.kind === Kind.VARIABLE_DEFINITION && error.message.startsWith('Variable "$');
+}
+
+function clientCode(formatted: GraphQLFormattedError, error: unknown): string | undefined {
+  const code = formatted.extensions?.code;
+  if (typeof code === 'string' && CLIENT_CODES.has(code)) return code;
+  return isVariableError(error) ? 'BAD_USER_INPUT' : undefined;
+}
+
+/** graphql-js names the schema's fields and types in "Did you mean …?"; production keeps its schema to itself. */
+const SUGGESTION = / ?Did you mean [^?]*\?/g;
+
+export interface ErrorPolicy {
+  readonly hideSuggestions: boolean;
+}
+
 /** Unexpected errors are masked: the client gets a code and the request id, the log gets the rest. */
-export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+export function formatError(
+  formatted: GraphQLFormattedError,
+  error: unknown,
+  policy: ErrorPolicy = { hideSuggestions: false },
+): GraphQLFormattedError {
   const original = unwrapResolverError(error);
   const where = {
     ...(formatted.locations ? { locations: formatted.locations } : {}),
@@ -31,9 +72,11 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown): G
       },
     };
   }
-  const code = formatted.extensions?.code;
-  if (typeof code === 'string' && CLIENT_CODES.has(code)) {
-    return { message: formatted.message, ...where, extensions: { code } };
+  const code = clientCode(formatted, error);
+  if (code) {
+    const message = policy.hideSuggestions ? formatted.message.replace(SUGGESTION, '') : formatted.message;
+    const cost = formatted.extensions?.cost;
+    return { message, ...where, extensions: { code, ...(cost ? { cost } : {}) } };
   }
   return { message: 'Internal server error', ...where, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
 }
@@ -41,8 +84,8 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown): G
 export function isUnexpected(error: unknown): boolean {
   const original = unwrapResolverError(error);
   if (original instanceof DomainError) return false;
-  const code = (error as { extensions?: { code?: unknown } }).extensions?.code;
-  return !(typeof code === 'string' && CLIENT_CODES.has(code));
+  const extensions = (error as { extensions?: Record<string, unknown> }).extensions ?? {};
+  return !clientCode({ message: '', extensions }, error);
 }
 
 /**
@@ -53,11 +96,18 @@ export function formatResult(
   result: ExecutionResult,
   ctx: { eventId?: string } | undefined,
   logUnexpected: (error: unknown) => void,
+  policy?: ErrorPolicy,
+  extensions?: Record<string, unknown>,
 ): FormattedExecutionResult {
   for (const error of result.errors ?? []) if (isUnexpected(error)) logUnexpected(error);
+  const merged = {
+    ...result.extensions,
+    ...extensions,
+    ...(ctx?.eventId ? { eventId: ctx.eventId } : {}),
+  };
   return {
     ...(result.data !== undefined ? { data: result.data } : {}),
-    ...(result.errors?.length ? { errors: result.errors.map((e) => formatError(e.toJSON(), e)) } : {}),
-    ...(ctx?.eventId ? { extensions: { ...result.extensions, eventId: ctx.eventId } } : {}),
+    ...(result.errors?.length ? { errors: result.errors.map((e) => formatError(e.toJSON(), e, policy)) } : {}),
+    ...(Object.keys(merged).length ? { extensions: merged } : {}),
   };
 }

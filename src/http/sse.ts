@@ -1,5 +1,5 @@
 import express, { type Request, type Response } from 'express';
-import { specifiedRules, validate, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import type { ExecutionResult } from 'graphql';
 import { createHandler } from 'graphql-sse';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from '../auth/bearer.js';
@@ -7,9 +7,8 @@ import { createContext, type Context } from '../context.js';
 import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
 import { refuseCookieCsrf } from './cookieCsrf.js';
-import { depthLimit, MAX_DEPTH } from './depthLimit.js';
-import { formatResult } from './graphqlErrors.js';
 import { graphqlAuthFailure, refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
+import type { Pipeline } from './pipeline.js';
 import { boundReservations } from './sseReservations.js';
 import { holdSseStream, type StreamRegistry } from './streams.js';
 
@@ -33,13 +32,29 @@ function withEventId(message: string): string {
 }
 
 /**
+ * graphql-sse insists on a query text; a request that names a persisted document by hash or documentId
+ * gets an empty one, which pipeline.prepare replaces with the document.
+ */
+function byReference(req: Request): { url: string; body: Record<string, unknown> | null } {
+  const body = req.body as Record<string, unknown> | undefined;
+  if (req.method !== 'GET')
+    return {
+      url: req.originalUrl,
+      body: body && typeof body === 'object' && body.query === undefined ? { ...body, query: '' } : (body ?? null),
+    };
+  const url = new URL(req.originalUrl, 'http://x');
+  if (!url.searchParams.has('query')) url.searchParams.set('query', '');
+  return { url: url.pathname + url.search, body: null };
+}
+
+/**
  * GraphQL over server-sent events (the graphql-sse protocol, both its distinct-connections and
  * single-connection modes) at /graphql/stream. Credentials: `Authorization: Bearer` or the
  * session cookie. In distinct-connections mode a `Last-Event-ID` header resumes a subscription:
  * the events missed since (kept 24 hours) come first, then live ones.
  */
 export function createSseRouter(deps: {
-  schema: GraphQLSchema;
+  pipeline: Pipeline;
   services: Services;
   verifier: TokenVerifier;
   logger: Logger;
@@ -48,28 +63,38 @@ export function createSseRouter(deps: {
   /** Open streams of this replica: per-IP and per-user bounds, and the sessions behind them. */
   streams: StreamRegistry;
 }) {
-  const rules = [...specifiedRules, depthLimit(MAX_DEPTH)];
+  const { pipeline } = deps;
   /** How to cut off the stream a request holds, for a subscriber that is too slow or whose credential expired. */
   const enders = new WeakMap<Request, (reason: string) => void>();
   const open = new Set<(reason?: string) => void>();
 
   // graphql-sse wants a context indexable by any key; ours is a closed interface.
   type SseContext = Context & Record<PropertyKey, unknown>;
+  const contextFor = (raw: Request) => {
+    const principal = raw.res!.locals.principal;
+    const lastEventId = raw.get('last-event-id');
+    const context = createContext(deps.services, principal, String(raw.id), raw.log, {
+      onEnd: (_why, message) => enders.get(raw)?.(message),
+      ...(principal.kind === 'user' && principal.expiresAt ? { expiresAt: principal.expiresAt } : {}),
+      ...(lastEventId !== undefined && EVENT_ID.test(lastEventId) ? { after: lastEventId } : {}),
+    });
+    return pipeline.identify(context, raw.ip) as SseContext;
+  };
   const handler = createHandler<Request, undefined, SseContext>({
-    schema: deps.schema,
-    validate: (schema, document) => validate(schema, document, rules),
-    context: (req) => {
+    // pipeline.prepare has validated every document that reaches execution.
+    validate: () => [],
+    context: (req) => contextFor(req.raw),
+    // A refused operation is answered as a result with its errors, streamed like any other.
+    onSubscribe: async (req, params) => {
       const raw = req.raw;
-      const principal = raw.res!.locals.principal;
-      const lastEventId = raw.get('last-event-id');
-      return createContext(deps.services, principal, String(raw.id), raw.log, {
-        onEnd: (_why, message) => enders.get(raw)?.(message),
-        ...(principal.kind === 'user' && principal.expiresAt ? { expiresAt: principal.expiresAt } : {}),
-        ...(lastEventId !== undefined && EVENT_ID.test(lastEventId) ? { after: lastEventId } : {}),
-      }) as SseContext;
+      const documentId =
+        raw.method === 'GET' ? raw.query.documentId : (raw.body as { documentId?: unknown })?.documentId;
+      const prepared = await pipeline.prepare({ ...params, documentId }, contextFor(raw), { method: raw.method });
+      // graphql-sse recognises a result by its `data` key; a request error has none to send.
+      return prepared.ok ? (prepared.args as never) : { data: undefined, errors: prepared.errors };
     },
     onNext: (ctx, req, result) =>
-      formatResult(result as ExecutionResult, ctx, (err) =>
+      pipeline.formatResult(result as ExecutionResult, ctx, (err) =>
         req.raw.log.error({ err }, 'unexpected GraphQL error'),
       ) as never,
   });
@@ -84,9 +109,8 @@ export function createSseRouter(deps: {
   router.all('/', async (req: Request, res: Response) => {
     const [body, init] = await bounded({
       method: req.method,
-      url: req.originalUrl,
+      ...byReference(req),
       headers: { get: (key) => req.get(key) ?? null },
-      body: req.body ?? null,
       raw: req,
       context: undefined,
     });

@@ -1,19 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GraphQLError, specifiedRules, validate, type GraphQLSchema } from 'graphql';
-import { CloseCode } from 'graphql-ws';
-import { useServer } from 'graphql-ws/use/ws';
+import { GraphQLError } from 'graphql';
+import { CloseCode, type Context as WsContext } from 'graphql-ws';
+import { useServer, type Extra } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { BoundTokenError, InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
 import { createContext, type Context } from '../context.js';
 import { ANONYMOUS, type Principal } from '../domain/policy.js';
 import type { Services } from '../domain/services.js';
-import { depthLimit, MAX_DEPTH } from './depthLimit.js';
 import type { AuthenticateOptions } from './authenticate.js';
 import { isForeignOrigin, readCookie } from './cookies.js';
-import { formatError, formatResult } from './graphqlErrors.js';
+import type { Pipeline } from './pipeline.js';
 import { clientIp, idleTimer, type Release, type StreamRegistry } from './streams.js';
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
@@ -48,7 +47,7 @@ function bearerFrom(params: Record<string, unknown> | undefined): string | undef
  * ones close with 4401. Each connection and each principal hold a bounded number of subscriptions.
  */
 export function createWebSocketServer(deps: {
-  schema: GraphQLSchema;
+  pipeline: Pipeline;
   services: Services;
   verifier: TokenVerifier;
   logger: Logger;
@@ -60,11 +59,10 @@ export function createWebSocketServer(deps: {
   streams: StreamRegistry;
   trustProxy: boolean | number;
 }) {
-  const { services, verifier, logger, streams } = deps;
+  const { services, verifier, logger, streams, pipeline } = deps;
   const { limits } = streams;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
   const states = new WeakMap<object, ConnectionState>();
-  const rules = [...specifiedRules, depthLimit(MAX_DEPTH)];
 
   const release = (state: ConnectionState | undefined, id: string) => {
     if (!state) return;
@@ -73,10 +71,21 @@ export function createWebSocketServer(deps: {
     if (!state.slots.size) state.idle.idle();
   };
 
+  const contextFor = (ctx: WsContext<Record<string, unknown>, Extra>) => {
+    const state = states.get(ctx.extra)!;
+    const socket: WebSocket = ctx.extra.socket;
+    const log = logger.child({ reqId: state.requestId });
+    const context = createContext(services, state.principal, state.requestId, log, {
+      onEnd: (why, message) =>
+        socket.close(why === 'expired' ? CLOSE.unauthorized : CLOSE.policy, message.slice(0, 120)),
+      ...(state.principal.kind === 'user' && state.principal.expiresAt ? { expiresAt: state.principal.expiresAt } : {}),
+    });
+    // Behind a balancer the budget follows the client address the proxy reports, as on HTTP.
+    return pipeline.identify(context, clientIp(ctx.extra.request, deps.trustProxy));
+  };
+
   const server = useServer<Record<string, unknown>, { state?: ConnectionState }>(
     {
-      schema: deps.schema,
-      validate: (schema, document) => validate(schema, document, rules),
       connectionInitWaitTimeout: limits.wsInitTimeoutSeconds * 1000,
       async onConnect(ctx) {
         const token = bearerFrom(ctx.connectionParams);
@@ -119,7 +128,7 @@ export function createWebSocketServer(deps: {
           return false;
         }
       },
-      onSubscribe(ctx, id) {
+      async onSubscribe(ctx, id, payload) {
         const state = states.get(ctx.extra)!;
         // The slot is taken here, before any await, so a burst of subscribe messages cannot overshoot.
         const slot =
@@ -139,6 +148,11 @@ export function createWebSocketServer(deps: {
         }
         state.slots.set(id, slot);
         state.idle.busy();
+        const prepared = await pipeline.prepare(payload, contextFor(ctx));
+        if (prepared.ok) return prepared.args;
+        // A refused operation never runs, so its slot is given back now (onError would too; release is idempotent).
+        release(state, id);
+        return prepared.errors;
       },
       // graphql-ws reports a refused operation (validation, unknown operation) through onError without onComplete.
       onComplete: (ctx, id) => release(states.get(ctx.extra), id),
@@ -150,26 +164,14 @@ export function createWebSocketServer(deps: {
         state.slots.clear();
         state.idle.busy();
       },
-      context(ctx) {
-        const state = states.get(ctx.extra)!;
-        const socket: WebSocket = ctx.extra.socket;
-        const log = logger.child({ reqId: state.requestId });
-        return createContext(services, state.principal, state.requestId, log, {
-          onEnd: (why, message) =>
-            socket.close(why === 'expired' ? CLOSE.unauthorized : CLOSE.policy, message.slice(0, 120)),
-          ...(state.principal.kind === 'user' && state.principal.expiresAt
-            ? { expiresAt: state.principal.expiresAt }
-            : {}),
-        });
-      },
       onNext(ctx, _id, _payload, args, result) {
-        return formatResult(result, args.contextValue as Context, (error) =>
+        return pipeline.formatResult(result, args.contextValue as Context, (error) =>
           logger.error({ err: error, reqId: states.get(ctx.extra)?.requestId }, 'unexpected GraphQL error'),
         );
       },
       onError(ctx, id, _payload, errors) {
         release(states.get(ctx.extra), id);
-        return errors.map((e) => formatError(e.toJSON(), e));
+        return pipeline.formatErrors(errors);
       },
     },
     wss,

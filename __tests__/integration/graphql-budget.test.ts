@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { createHash, randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import request from 'supertest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { codeOf, send, TRANSPORTS } from '../helpers/transports.js';
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+const POINTS = 5;
+
+describe('the GraphQL rate budget on every transport', () => {
+  let server: TestServer;
+  let users: { alice: string; bob: string; carol: string };
+  before(async () => {
+    server = await startTestServer({ RATE_LIMIT_POINTS: String(POINTS), RATE_LIMIT_WINDOW_S: '600' });
+    users = await server.users();
+  });
+  after(() => server.close());
+
+  test('HTTP answers carry RateLimit-Policy and RateLimit, and 429 with Retry-After once the budget is spent', async () => {
+    const auth = { authorization: `Bearer ${users.alice}` };
+    for (let i = 1; i <= POINTS; i++) {
+      const res = await request(server.url)
+        .post('/graphql')
+        .set(auth)
+        .send({ query: '{ viewer { subject } }' })
+        .expect(200);
+      assert.equal(res.headers['ratelimit-policy'], `"orders";q=${POINTS};w=600`);
+      assert.match(res.headers.ratelimit!, new RegExp(`^"orders";r=${POINTS - i};t=\\d+$`));
+      assert.deepEqual(Object.keys(res.body.extensions.cost).sort(), [
+        'complexity',
+        'remaining',
+        'requested',
+        'resetSeconds',
+      ]);
+      assert.equal(res.body.extensions.cost.remaining, POINTS - i);
+    }
+    const refused = await request(server.url)
+      .post('/graphql')
+      .set(auth)
+      .send({ query: '{ viewer { subject } }' })
+      .expect(429);
+    assert.equal(refused.body.errors[0].extensions.code, 'RATE_LIMITED');
+    assert.ok(Number(refused.headers['retry-after']) > 0);
+    assert.equal(refused.body.data, undefined);
+  });
+
+  test('each transport refuses with RATE_LIMITED once its caller has spent the budget', async () => {
+    const callers = { post: users.bob, get: users.carol, ws: undefined, sse: undefined } as const;
+    for (const transport of ['post', 'get', 'ws'] as const) {
+      const token = callers[transport];
+      for (let i = 0; i < POINTS; i++) {
+        const ok = await send(server.url, transport, { query: '{ __typename }' }, token);
+        assert.equal(ok.body.errors, undefined, `${transport} #${i}`);
+      }
+      const res = await send(server.url, transport, { query: '{ __typename }' }, token);
+      assert.equal(codeOf(res), 'RATE_LIMITED', transport);
+      if (transport !== 'ws') assert.equal(res.status, 429);
+    }
+    // Anonymous callers share their address's budget: the WebSocket caller above spent it for SSE too.
+    const res = await send(server.url, 'sse', { query: '{ __typename }' });
+    assert.equal(codeOf(res), 'RATE_LIMITED');
+  });
+});
+
+describe('persisted queries (APQ) on every transport', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ APQ_MAX_BYTES: '300', APQ_MAX_ENTRIES: '2' });
+  });
+  after(() => server.close());
+
+  test('a response that shared caches may store carries no RateLimit fields', async () => {
+    const res = await request(server.url).get('/graphql').query({ query: '{ products { sku } }' }).expect(200);
+    assert.match(res.headers['cache-control']!, /public/);
+    assert.equal(res.headers.ratelimit, undefined);
+    assert.equal(res.headers['ratelimit-policy'], undefined);
+  });
+
+  for (const transport of TRANSPORTS) {
+    test(`${transport}: a hash that does not match the text is PERSISTED_QUERY_HASH_MISMATCH`, async () => {
+      const res = await send(server.url, transport, {
+        query: '{ products { sku } }',
+        extensions: { persistedQuery: { version: 1, sha256Hash: sha256('{ products { name } }') } },
+      });
+      assert.equal(codeOf(res), 'PERSISTED_QUERY_HASH_MISMATCH');
+    });
+
+    test(`${transport}: an unknown hash is PERSISTED_QUERY_NOT_FOUND`, async () => {
+      const res = await send(server.url, transport, {
+        query: '',
+        extensions: { persistedQuery: { version: 1, sha256Hash: sha256(randomUUID()) } },
+      });
+      assert.equal(codeOf(res), 'PERSISTED_QUERY_NOT_FOUND');
+    });
+  }
+
+  const register = async (query: string) => {
+    const extensions = { persistedQuery: { version: 1, sha256Hash: sha256(query) } };
+    const res = await request(server.url).post('/graphql').send({ query, extensions }).expect(200);
+    assert.equal(res.body.errors, undefined);
+    return extensions;
+  };
+
+  test('a registered document is found by hash on every transport', async () => {
+    const extensions = await register(`{ products { sku } a: __typename }`);
+    for (const transport of TRANSPORTS) {
+      const res = await send(server.url, transport, { query: '', extensions });
+      assert.equal(res.body.errors, undefined, transport);
+      assert.ok((res.body.data!.products as unknown[]).length > 0);
+    }
+  });
+
+  test('a document larger than APQ_MAX_BYTES runs but is not registered', async () => {
+    const query = `{ products { sku } ${' '.repeat(300)} }`;
+    const extensions = await register(query);
+    const lookup = await send(server.url, 'post', { extensions });
+    assert.equal(codeOf(lookup), 'PERSISTED_QUERY_NOT_FOUND');
+  });
+
+  test('at most APQ_MAX_ENTRIES documents are kept: the oldest goes first', async () => {
+    const [first] = [await register(`{ products { sku } b: __typename }`)];
+    await register(`{ products { sku } c: __typename }`);
+    await register(`{ products { sku } d: __typename }`);
+    const lookup = await send(server.url, 'post', { extensions: first });
+    assert.equal(codeOf(lookup), 'PERSISTED_QUERY_NOT_FOUND');
+  });
+});

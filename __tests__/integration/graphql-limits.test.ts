@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { getIntrospectionQuery } from 'graphql';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { aliases, chainedFragments, createOrders, FAN_OUT } from '../helpers/hostile.js';
+import { codeOf, send, TRANSPORTS, type Transport } from '../helpers/transports.js';
+
+const INTROSPECTION_VARIANTS = [
+  getIntrospectionQuery(),
+  getIntrospectionQuery({
+    descriptions: true,
+    specifiedByUrl: true,
+    directiveIsRepeatable: true,
+    schemaDescription: true,
+    inputValueDeprecation: true,
+  }),
+  getIntrospectionQuery({ descriptions: false }),
+];
+
+describe('GraphQL limits on every transport (development)', () => {
+  let server: TestServer;
+  let alice: string;
+  let carol: string;
+  before(async () => {
+    server = await startTestServer();
+    ({ alice, carol } = await server.users());
+  });
+  after(() => server.close());
+
+  /** Alice's newest order: a refused batch of createOrder must leave it as it was. */
+  const newestOrder = async () => {
+    const res = await send(server.url, 'post', { query: '{ recentOrders(first: 1) { id } }' }, alice);
+    return (res.body.data!.recentOrders as { id: string }[])[0]?.id;
+  };
+
+  for (const transport of TRANSPORTS) {
+    test(`${transport}: the 143-byte fan-out query is refused with its cost, before it runs`, async () => {
+      const res = await send(server.url, transport, { query: FAN_OUT }, carol);
+      assert.equal(codeOf(res), 'QUERY_TOO_COMPLEX');
+      const cost = res.body.errors![0]!.extensions!.cost as { complexity: number; maximum: number };
+      assert.ok(cost.complexity > 1_000_000, `complexity ${cost.complexity}`);
+      assert.equal(cost.maximum, 10_000);
+      assert.equal(res.body.data, undefined);
+    });
+
+    test(`${transport}: a normal list query passes and reports its cost`, async () => {
+      const res = await send(
+        server.url,
+        transport,
+        { query: '{ recentOrders(first:100){id status customer{id name}} }' },
+        carol,
+      );
+      assert.equal(res.body.errors, undefined);
+      assert.ok((res.body.data!.recentOrders as unknown[]).length > 0);
+      const cost = res.body.extensions!.cost as Record<string, number>;
+      assert.equal(cost.complexity, 200);
+      assert.equal(cost.requested, 2);
+      assert.ok(cost.remaining! > 0 && cost.remaining! < 5000);
+      assert.ok(cost.resetSeconds! > 0 && cost.resetSeconds! <= 3600);
+    });
+
+    test(`${transport}: chained fragment spreads are rejected by the depth limit`, async () => {
+      const res = await send(server.url, transport, { query: chainedFragments() }, carol);
+      assert.equal(codeOf(res), 'GRAPHQL_VALIDATION_FAILED');
+      assert.match(res.body.errors![0]!.message, /nested \d+ levels deep; at most 12/);
+    });
+
+    test(`${transport}: 1,000 aliases of recentOrders(first:100) are refused`, async () => {
+      const res = await send(server.url, transport, { query: aliases(1000, 'recentOrders(first:100) { id }') }, carol);
+      if (transport === 'get' || transport === 'sse') {
+        // 30 KB of URL: Node's HTTP parser refuses it before any GraphQL code runs.
+        assert.equal(res.status, 431);
+        return;
+      }
+      assert.equal(codeOf(res), 'GRAPHQL_PARSE_FAILED');
+      assert.match(res.body.errors![0]!.message, /1000 tokens/);
+    });
+
+    test(`${transport}: more aliases than MAX_ALIASES are refused`, async () => {
+      const res = await send(server.url, transport, { query: aliases(16, '__typename') });
+      assert.equal(codeOf(res), 'GRAPHQL_VALIDATION_FAILED');
+      assert.match(res.body.errors![0]!.message, /16 aliases; at most 15/);
+    });
+
+    test(`${transport}: more directives than MAX_DIRECTIVES are refused`, async () => {
+      const res = await send(server.url, transport, { query: `{ ${'__typename @include(if: true) '.repeat(51)}}` });
+      assert.equal(codeOf(res), 'GRAPHQL_VALIDATION_FAILED');
+      assert.match(res.body.errors![0]!.message, /51 directives; at most 50/);
+    });
+
+    test(`${transport}: a fragment or alias named __schema does not escape the depth limit`, async () => {
+      const deep =
+        'customer { orders { customer { orders { customer { orders { customer { orders { customer { orders { id } } } } } } } } } }';
+      const viaFragment = `{ recentOrders { ...__schema } } fragment __schema on Order { customer { orders { ${deep} } } }`;
+      const viaAlias = `{ __schema: recentOrders { customer { orders { ${deep} } } } }`;
+      for (const query of [viaFragment, viaAlias]) {
+        const res = await send(server.url, transport, { query }, carol);
+        assert.equal(codeOf(res), 'GRAPHQL_VALIDATION_FAILED', query);
+        assert.match(res.body.errors![0]!.message, /nested \d+ levels deep/);
+      }
+    });
+
+    test(`${transport}: getIntrospectionQuery() in all its variants passes in development`, async () => {
+      for (const query of INTROSPECTION_VARIANTS) {
+        const res = await send(server.url, transport, { query });
+        assert.equal(res.body.errors, undefined, JSON.stringify(res.body.errors));
+        assert.ok((res.body.data!.__schema as { types: unknown[] }).types.length > 10);
+      }
+    });
+
+    test(`${transport}: introspection that nests its lists deeper than the standard query is refused`, async () => {
+      const query = '{ __schema { types { fields { type { fields { type { fields { name } } } } } } } }';
+      const res = await send(server.url, transport, { query });
+      assert.equal(codeOf(res), 'GRAPHQL_VALIDATION_FAILED');
+      assert.match(res.body.errors![0]!.message, /Introspection may nest/);
+    });
+
+    test(`${transport}: a typo is GRAPHQL_VALIDATION_FAILED, with suggestions in development`, async () => {
+      const res = await send(server.url, transport, { query: '{ recentOrders { idd } }' }, carol);
+      assert.equal(codeOf(res), 'GRAPHQL_VALIDATION_FAILED');
+      assert.match(res.body.errors![0]!.message, /Did you mean "id"\?/);
+    });
+
+    test(`${transport}: a bad variable is BAD_USER_INPUT`, async () => {
+      const res = await send(
+        server.url,
+        transport,
+        { query: 'query($n: Int) { recentOrders(first: $n) { id } }', variables: { n: 'many' } },
+        carol,
+      );
+      assert.equal(codeOf(res), 'BAD_USER_INPUT');
+    });
+  }
+
+  for (const transport of ['post', 'ws', 'sse'] as Transport[]) {
+    test(`${transport}: 200 aliased createOrder are refused and create no order`, async () => {
+      const before = await newestOrder();
+      const res = await send(server.url, transport, { query: createOrders(200) }, alice);
+      assert.equal(codeOf(res), 'GRAPHQL_PARSE_FAILED');
+      assert.equal(await newestOrder(), before);
+    });
+
+    test(`${transport}: more mutation fields than MAX_MUTATIONS are refused and create no order`, async () => {
+      const before = await newestOrder();
+      const res = await send(server.url, transport, { query: createOrders(11) }, alice);
+      assert.equal(codeOf(res), 'GRAPHQL_VALIDATION_FAILED');
+      assert.match(res.body.errors![0]!.message, /11 mutation fields; at most 10/);
+      assert.equal(await newestOrder(), before);
+    });
+  }
+});

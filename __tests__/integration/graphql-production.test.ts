@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { getIntrospectionQuery } from 'graphql';
+import request from 'supertest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { aliases, chainedFragments, createOrders, FAN_OUT } from '../helpers/hostile.js';
+import { codeOf, send, TRANSPORTS, type Transport } from '../helpers/transports.js';
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+const TRUSTED = '{ products { sku name } }';
+const UNTRUSTED = '{ products { sku } }';
+
+describe('GraphQL in production, on every transport', () => {
+  let dev: TestServer;
+  let prod: TestServer;
+  let trusted: TestServer;
+  let alice: string;
+  before(async () => {
+    // Production refuses the embedded IdP and database, so it trusts a development instance's IdP and
+    // borrows its database, as replicas do.
+    dev = await startTestServer();
+    const issuer = dev.running.app.issuer;
+    prod = await startTestServer({ NODE_ENV: 'production', OIDC_ISSUER: issuer }, { sameDatabaseAs: dev });
+    const manifest = join(mkdtempSync(join(tmpdir(), 'orders-manifest-')), 'persisted-documents.json');
+    writeFileSync(manifest, JSON.stringify({ [sha256(TRUSTED)]: TRUSTED }));
+    trusted = await startTestServer(
+      { NODE_ENV: 'production', OIDC_ISSUER: issuer, PERSISTED_DOCUMENTS: manifest },
+      { sameDatabaseAs: dev },
+    );
+    alice = await dev.token('alice');
+  });
+  after(async () => {
+    await trusted.close();
+    await prod.close();
+    await dev.close();
+  });
+
+  for (const transport of TRANSPORTS) {
+    test(`${transport}: getIntrospectionQuery() is refused`, async () => {
+      const res = await send(prod.url, transport, { query: getIntrospectionQuery() });
+      assert.equal(codeOf(res), 'GRAPHQL_VALIDATION_FAILED');
+      assert.match(res.body.errors![0]!.message, /introspection/i);
+      assert.equal(res.body.data, undefined);
+    });
+
+    test(`${transport}: a __type lookup is refused, while __typename still works`, async () => {
+      const refused = await send(prod.url, transport, { query: '{ __type(name: "Order") { fields { name } } }' });
+      assert.equal(codeOf(refused), 'GRAPHQL_VALIDATION_FAILED');
+      const typename = await send(prod.url, transport, { query: '{ __typename }' });
+      assert.deepEqual(typename.body.data, { __typename: 'Query' });
+    });
+
+    test(`${transport}: a typo is GRAPHQL_VALIDATION_FAILED without "Did you mean"`, async () => {
+      const res = await send(prod.url, transport, { query: '{ recentOrders { idd } }' }, alice);
+      assert.equal(codeOf(res), 'GRAPHQL_VALIDATION_FAILED');
+      assert.match(res.body.errors![0]!.message, /Cannot query field "idd"/);
+      assert.doesNotMatch(res.body.errors![0]!.message, /Did you mean/);
+    });
+
+    test(`${transport}: trusted documents run by hash`, async () => {
+      const res = await send(trusted.url, transport, {
+        query: '',
+        extensions: { persistedQuery: { version: 1, sha256Hash: sha256(TRUSTED) } },
+      });
+      assert.equal(res.body.errors, undefined, JSON.stringify(res.body.errors));
+      assert.ok((res.body.data!.products as unknown[]).length > 0);
+    });
+
+    test(`${transport}: trusted documents run by documentId`, async () => {
+      const res = await send(trusted.url, transport, { documentId: `sha256:${sha256(TRUSTED)}` });
+      assert.equal(res.body.errors, undefined, JSON.stringify(res.body.errors));
+      assert.ok((res.body.data!.products as unknown[]).length > 0);
+    });
+
+    test(`${transport}: a full text runs only when its hash is in the manifest`, async () => {
+      const known = await send(trusted.url, transport, { query: TRUSTED });
+      assert.equal(known.body.errors, undefined);
+      const unknown = await send(trusted.url, transport, { query: UNTRUSTED });
+      assert.equal(codeOf(unknown), 'PERSISTED_QUERY_NOT_TRUSTED');
+      const introspection = await send(trusted.url, transport, { query: getIntrospectionQuery() });
+      assert.equal(codeOf(introspection), 'PERSISTED_QUERY_NOT_TRUSTED');
+    });
+
+    test(`${transport}: an unknown hash is PERSISTED_QUERY_NOT_FOUND`, async () => {
+      const res = await send(trusted.url, transport, {
+        query: '',
+        extensions: { persistedQuery: { version: 1, sha256Hash: sha256(UNTRUSTED) } },
+      });
+      assert.equal(codeOf(res), 'PERSISTED_QUERY_NOT_FOUND');
+    });
+  }
+
+  for (const transport of TRANSPORTS) {
+    test(`${transport}: the limits hold in production too`, async () => {
+      const fanOut = await send(prod.url, transport, { query: FAN_OUT }, alice);
+      assert.equal(codeOf(fanOut), 'QUERY_TOO_COMPLEX');
+      const chained = await send(prod.url, transport, { query: chainedFragments() });
+      assert.match(chained.body.errors![0]!.message, /nested \d+ levels deep; at most 12/);
+      const aliased = await send(prod.url, transport, { query: aliases(16, '__typename') });
+      assert.match(aliased.body.errors![0]!.message, /16 aliases; at most 15/);
+      const directives = await send(prod.url, transport, {
+        query: `{ ${'__typename @include(if: true) '.repeat(51)}}`,
+      });
+      assert.match(directives.body.errors![0]!.message, /51 directives; at most 50/);
+      const tokens = await send(prod.url, transport, { query: aliases(400, '__typename') });
+      assert.equal(codeOf(tokens), 'GRAPHQL_PARSE_FAILED');
+      if (transport !== 'get') {
+        const mutations = await send(prod.url, transport, { query: createOrders(11) }, alice);
+        assert.match(mutations.body.errors![0]!.message, /11 mutation fields; at most 10/);
+      }
+    });
+  }
+
+  for (const transport of ['post', 'ws', 'sse'] as Transport[]) {
+    test(`${transport}: a variable error is BAD_USER_INPUT without "Did you mean"`, async () => {
+      const res = await send(
+        prod.url,
+        transport,
+        {
+          query: 'mutation($input: CreateOrderInput!) { createOrder(input: $input) { id } }',
+          variables: { input: { itemz: [] } },
+        },
+        alice,
+      );
+      assert.equal(codeOf(res), 'BAD_USER_INPUT');
+      assert.match(res.body.errors![0]!.message, /itemz/);
+      assert.doesNotMatch(res.body.errors![0]!.message, /Did you mean/);
+    });
+  }
+
+  test('an anonymous GET /graphql/stream for the schema is refused', async () => {
+    const res = await request(prod.url)
+      .get('/graphql/stream')
+      .query({ query: '{ __schema { types { name fields { name } } } }' })
+      .set('accept', 'text/event-stream')
+      .buffer(true);
+    assert.doesNotMatch(res.text, /"types"/);
+    assert.match(res.text, /GRAPHQL_VALIDATION_FAILED/);
+  });
+
+  test('APQ registration is off in trusted-documents mode', async () => {
+    const extensions = { persistedQuery: { version: 1, sha256Hash: sha256(UNTRUSTED) } };
+    await request(trusted.url).post('/graphql').send({ query: UNTRUSTED, extensions }).expect(400);
+    const lookup = await send(trusted.url, 'post', { extensions });
+    assert.equal(codeOf(lookup), 'PERSISTED_QUERY_NOT_FOUND');
+  });
+});
