@@ -12,6 +12,7 @@ import { createSessionStore } from './auth/sessions.js';
 import type { Config } from './config.js';
 import { createServices } from './domain/services.js';
 import { createAuthRouter } from './http/authRoutes.js';
+import { CLIENT_ERROR_CODES, clientError } from './http/clientErrors.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
 import { createGraphqlRouter } from './http/graphql.js';
 import { createMetrics, recordRequests } from './http/metrics.js';
@@ -172,6 +173,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   );
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
+    const refused = clientError(error, 'the limit');
+    if (refused) return sendProblem(req, res, CLIENT_ERROR_CODES[refused.status], refused.detail);
     req.log.error({ err: error }, 'unhandled error');
     sendProblem(req, res, 'INTERNAL_SERVER_ERROR', `Something went wrong; quote request id ${String(req.id)}.`);
   });

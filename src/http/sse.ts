@@ -6,6 +6,7 @@ import type { TokenVerifier } from '../auth/bearer.js';
 import { createContext, type Context } from '../context.js';
 import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
+import { graphqlClientErrors } from './clientErrors.js';
 import { refuseCookieCsrf } from './cookieCsrf.js';
 import { depthLimit, MAX_DEPTH } from './depthLimit.js';
 import { formatResult } from './graphqlErrors.js';
@@ -74,7 +75,7 @@ export function createSseRouter(deps: {
   router.use(refuseCookieCsrf(deps.session.cookieName));
   router.use(refuseForeignOrigins(deps.trustedOrigins));
   router.use(authenticate(deps.verifier, graphqlAuthFailure, { session: deps.session }));
-  router.use(express.json({ limit: '64kb' }));
+  router.use(express.json({ limit: '64kb' }), graphqlClientErrors('64 kB'));
   router.all('/', async (req: Request, res: Response) => {
     const [body, init] = await handler({
       method: req.method,
