@@ -13,6 +13,8 @@ import { formatResult } from './graphqlErrors.js';
 import { graphqlAuthFailure, refuseForeignOrigins } from './graphqlEnvelope.js';
 
 const EVENT_ID = /^\d{1,19}$/;
+/** Event ids are PostgreSQL bigints; anything past the largest one is as malformed as letters. */
+const isEventId = (value: string) => EVENT_ID.test(value) && BigInt(value) <= 2n ** 63n - 1n;
 
 /**
  * Gives each `next` message the SSE `id:` of the event it reports (its `extensions.eventId`), so a
@@ -62,7 +64,7 @@ export function createSseRouter(deps: {
       return createContext(deps.services, principal, String(raw.id), raw.log, {
         onEnd: (_why, message) => enders.get(raw)?.(message),
         ...(principal.kind === 'user' && principal.expiresAt ? { expiresAt: principal.expiresAt } : {}),
-        ...(lastEventId !== undefined && EVENT_ID.test(lastEventId) ? { after: lastEventId } : {}),
+        ...(lastEventId !== undefined && isEventId(lastEventId) ? { after: lastEventId } : {}),
       }) as SseContext;
     },
     onNext: (ctx, req, result) =>
