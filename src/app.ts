@@ -19,6 +19,7 @@ import { createMetrics, recordRequests } from './http/metrics.js';
 import { createMemoryRateBudget } from './http/rateBudget.js';
 import { problemPage, sendProblem } from './http/problems.js';
 import { createRestRouter } from './http/rest/index.js';
+import { securityHeaders } from './http/securityHeaders.js';
 import { buildSchema } from './http/schema.js';
 import { createSseRouter } from './http/sse.js';
 import { createWebSocketServer } from './http/subscriptions.js';
@@ -97,6 +98,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   let draining = false;
   const app = express();
   app.disable('x-powered-by');
+  app.use(securityHeaders());
   // Resources set strong validators of their own; hashing every body for a weak one costs time.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
