@@ -14,6 +14,7 @@ import type { Config } from './config.js';
 import { DomainError, RETRY_AFTER_SECONDS } from './domain/errors.js';
 import { createServices } from './domain/services.js';
 import { createAuthRouter } from './http/authRoutes.js';
+import { CLIENT_ERROR_CODES, clientError } from './http/clientErrors.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
 import { createGraphqlRouter } from './http/graphql.js';
 import { createMetrics, recordRequests } from './http/metrics.js';
@@ -21,6 +22,7 @@ import { createPipeline } from './http/pipeline.js';
 import { createRateBudget } from './http/rateBudget.js';
 import { problemPage, sendProblem } from './http/problems.js';
 import { createRestRouter } from './http/rest/index.js';
+import { securityHeaders } from './http/securityHeaders.js';
 import { buildSchema } from './http/schema.js';
 import { createSseRouter } from './http/sse.js';
 import { createStreamRegistry, endingStreamsOnRevoke } from './http/streams.js';
@@ -127,6 +129,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   let draining = false;
   const app = express();
   app.disable('x-powered-by');
+  app.use(securityHeaders());
   // Resources set strong validators of their own; hashing every body for a weak one costs time.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
@@ -221,6 +224,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
         headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
       });
     }
+    const refused = clientError(error, 'the limit');
+    if (refused) return sendProblem(req, res, CLIENT_ERROR_CODES[refused.status], refused.detail);
     req.log.error({ err: error }, 'unhandled error');
     sendProblem(req, res, 'INTERNAL_SERVER_ERROR', `Something went wrong; quote request id ${String(req.id)}.`);
   });

@@ -46,7 +46,11 @@ export async function startServer(
     inFlight.add(res);
     res.on('close', () => inFlight.delete(res));
     if (handler) return handler(req, res);
-    res.writeHead(503, { 'Content-Type': 'application/problem+json', 'Retry-After': '1' });
+    res.writeHead(503, {
+      'Content-Type': 'application/problem+json',
+      'Retry-After': '1',
+      'X-Content-Type-Options': 'nosniff',
+    });
     res.end(
       JSON.stringify({
         type: '/problems/service-unavailable',

@@ -71,7 +71,14 @@ export async function startSwitchableIssuer() {
   const app = express();
   app.use('/idp', (req, res, next) => {
     const published = req.path === '/.well-known/openid-configuration' || req.path === '/jwks';
-    providers[published ? 'genuine' : mode].idp.router(req, res, next);
+    const serving = providers[published ? 'genuine' : mode].idp;
+    // An impostor with an identifier of its own serves its pages at its own host (its URLs are pinned to it), so
+    // the browser is sent there from the first step and keeps one cookie jar throughout, as with a real one.
+    const own = new URL(serving.issuer);
+    if (req.method === 'GET' && req.path === '/auth' && req.headers.host !== own.host) {
+      return res.redirect(307, `${own.origin}${req.originalUrl}`);
+    }
+    serving.router(req, res, next);
   });
   server.on('request', app);
 

@@ -98,6 +98,45 @@ describe('SSE resume orders events by number, not by their text', () => {
   }
 });
 
+/** Reads an SSE body until a `next` event or the end of the stream; returns what it read. */
+async function firstEventOrEnd(body: ReadableStream<Uint8Array>): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = '';
+  for await (const chunk of body) {
+    text += decoder.decode(chunk, { stream: true });
+    if (/event: next\n/.test(text) && text.endsWith('\n\n')) break;
+  }
+  return text;
+}
+
+describe('a Last-Event-ID past the bigint range', () => {
+  let server: TestServer;
+  let alice: string;
+  let carol: string;
+  before(async () => {
+    server = await startTestServer();
+    ({ alice, carol } = await server.users());
+  });
+  after(() => server.close());
+
+  for (const lastEventId of ['9223372036854775808', '9999999999999999999']) {
+    test(`Last-Event-ID ${lastEventId} is ignored like any malformed one: live events still arrive`, async () => {
+      const query = encodeURIComponent('subscription { orderCreated { id } }');
+      const controller = new AbortController();
+      const res = await fetch(`${server.url}/graphql/stream?query=${query}`, {
+        headers: { authorization: `Bearer ${carol}`, accept: 'text/event-stream', 'last-event-id': lastEventId },
+        signal: controller.signal,
+      });
+      // graphql-sse subscribes before it answers, so the headers mean the subscription is live.
+      assert.equal(res.status, 200);
+      const id = await placeOrder(server, alice);
+      const text = await firstEventOrEnd(res.body!);
+      controller.abort();
+      assert.match(text, new RegExp(`event: next\\n(id: \\d+\\n)?data: .*"orderCreated":\\{"id":"${id}"\\}`));
+    });
+  }
+});
+
 describe('a replica without Redis catches up by polling, across digit boundaries', () => {
   let a: TestServer;
   let b: TestServer;

@@ -31,7 +31,7 @@ export interface EmbeddedIdpOptions {
   db: Database;
   /** API_AUDIENCE: the `aud` of every access token this IdP issues. */
   audience: string;
-  /** Trust X-Forwarded-* headers (sets provider.proxy). */
+  /** Behind a trusted proxy: keep X-Forwarded-For (host and protocol are pinned to the issuer regardless). */
   trustProxy: boolean;
   logger: Logger;
   /** Where sign-in failures are counted, so every replica sees them; in process without it. */
@@ -181,7 +181,9 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
   };
 
   const provider = new Provider(issuer, configuration);
-  provider.proxy = opts.trustProxy;
+  // The provider builds every URL it prints (discovery, form actions) from the request's host and protocol; the
+  // router below pins those to the issuer's, so they can be trusted whatever the request or a proxy said.
+  provider.proxy = true;
   allowLoopbackReplicas(provider.Client);
 
   provider.on('server_error', (_ctx: KoaContextWithOIDC, err: Error) => {
@@ -201,7 +203,15 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
     });
   }
 
+  const pinned = new URL(issuer);
   const router = express.Router();
+  router.use((req, _res, next) => {
+    req.headers.host = pinned.host;
+    req.headers['x-forwarded-host'] = pinned.host;
+    req.headers['x-forwarded-proto'] = pinned.protocol.slice(0, -1);
+    if (!opts.trustProxy) delete req.headers['x-forwarded-for'];
+    next();
+  });
   const throttle = createSigninThrottle({
     namespace: db.identity,
     logger,

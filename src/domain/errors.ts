@@ -42,11 +42,18 @@ export const notFound = (what: string) => new DomainError('NOT_FOUND', `${what} 
 export const preconditionFailed = () =>
   new DomainError('PRECONDITION_FAILED', 'The order has changed since the version you sent; read it again.');
 
+/** An error lists at most this many fields, so that a body of junk members cannot make it larger than the body. */
+export const MAX_LISTED_INVALID = 20;
+
 export const invalidInput = (invalid: readonly InvalidField[]) =>
   new DomainError(
     'BAD_USER_INPUT',
-    invalid.length === 1 ? `${invalid[0]!.pointer}: ${invalid[0]!.reason}` : `${invalid.length} fields are invalid.`,
-    { invalid },
+    invalid.length === 1
+      ? `${invalid[0]!.pointer}: ${invalid[0]!.reason}`
+      : invalid.length > MAX_LISTED_INVALID
+        ? `${invalid.length} fields are invalid; the first ${MAX_LISTED_INVALID} are listed.`
+        : `${invalid.length} fields are invalid.`,
+    { invalid: invalid.slice(0, MAX_LISTED_INVALID) },
   );
 
 /** Seconds a client should wait before retrying a request refused because a dependency is down. */

@@ -139,7 +139,8 @@ export const PROBLEM_TYPES: Readonly<Record<HttpErrorCode, ProblemType>> = {
     status: 400,
     title: 'Malformed request',
     slug: 'malformed-request',
-    description: 'The request could not be read: the body is not valid JSON, or a query parameter is malformed.',
+    description:
+      'The request could not be read: the body is not valid JSON or not valid for its Content-Encoding, the path is not percent-encoded UTF-8, or a query parameter (such as a list cursor) is malformed.',
   },
   PAYLOAD_TOO_LARGE: {
     status: 413,

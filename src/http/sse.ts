@@ -6,6 +6,7 @@ import type { TokenVerifier } from '../auth/bearer.js';
 import { createContext, type Context } from '../context.js';
 import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
+import { graphqlClientErrors } from './clientErrors.js';
 import { refuseCookieCsrf } from './cookieCsrf.js';
 import { graphqlAuthFailure, refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
 import type { Pipeline } from './pipeline.js';
@@ -13,6 +14,8 @@ import { boundReservations } from './sseReservations.js';
 import { holdSseStream, type StreamRegistry } from './streams.js';
 
 const EVENT_ID = /^\d{1,19}$/;
+/** Event ids are PostgreSQL bigints; anything past the largest one is as malformed as letters. */
+const isEventId = (value: string) => EVENT_ID.test(value) && BigInt(value) <= 2n ** 63n - 1n;
 
 /**
  * Gives each `next` message the SSE `id:` of the event it reports (its `extensions.eventId`), so a
@@ -76,7 +79,7 @@ export function createSseRouter(deps: {
     const context = createContext(deps.services, principal, String(raw.id), raw.log, {
       onEnd: (_why, message) => enders.get(raw)?.(message),
       ...(principal.kind === 'user' && principal.expiresAt ? { expiresAt: principal.expiresAt } : {}),
-      ...(lastEventId !== undefined && EVENT_ID.test(lastEventId) ? { after: lastEventId } : {}),
+      ...(lastEventId !== undefined && isEventId(lastEventId) ? { after: lastEventId } : {}),
     });
     return pipeline.identify(context, raw.ip) as SseContext;
   };
@@ -105,7 +108,7 @@ export function createSseRouter(deps: {
   router.use(refuseCookieCsrf(deps.session.cookieName));
   router.use(refuseForeignOrigins(deps.trustedOrigins));
   router.use(authenticate(deps.verifier, graphqlAuthFailure, { session: deps.session }));
-  router.use(express.json({ limit: '64kb' }));
+  router.use(express.json({ limit: '64kb' }), graphqlClientErrors('64 kB'));
   router.all('/', async (req: Request, res: Response) => {
     const [body, init] = await bounded({
       method: req.method,

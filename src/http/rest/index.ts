@@ -3,6 +3,7 @@ import type { TokenVerifier } from '../../auth/bearer.js';
 import { DomainError, RETRY_AFTER_SECONDS } from '../../domain/errors.js';
 import type { Services } from '../../domain/services.js';
 import { authenticate, bearerChallenge } from '../authenticate.js';
+import { CLIENT_ERROR_CODES, clientError } from '../clientErrors.js';
 import { sendProblem } from '../problems.js';
 import type { RateBudget } from '../rateBudget.js';
 import { openapiDocument } from './openapi.js';
@@ -26,16 +27,8 @@ function problems(error: unknown, req: Request, res: Response, next: NextFunctio
       ...(error.details.invalid ? { invalid: error.details.invalid } : {}),
     });
   }
-  // body-parser marks its own failures with a type.
-  const type = (error as { type?: string }).type;
-  if (type === 'entity.parse.failed') return sendProblem(req, res, 'MALFORMED_REQUEST', 'The body is not valid JSON.');
-  if (type === 'entity.too.large') return sendProblem(req, res, 'PAYLOAD_TOO_LARGE', 'The body is larger than 64 kB.');
-  if (type === 'charset.unsupported' || type === 'encoding.unsupported') {
-    return sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', 'Send the body as UTF-8 JSON without content encoding.');
-  }
-  if (type === 'request.aborted' || type === 'request.size.invalid') {
-    return sendProblem(req, res, 'MALFORMED_REQUEST', 'The body could not be read completely.');
-  }
+  const refused = clientError(error, '64 kB');
+  if (refused) return sendProblem(req, res, CLIENT_ERROR_CODES[refused.status], refused.detail);
   next(error);
 }
 

@@ -107,8 +107,10 @@ export function ordersRouter(services: Services): express.Router {
     .get(
       handle(async (req, res) => {
         const { limit: limitParam, cursor: cursorParam } = req.query;
-        const limit = limitParam === undefined ? PAGE.default : Number(limitParam);
-        if (typeof limitParam === 'object' || !Number.isInteger(limit) || limit < 1) {
+        // Plain decimal digits only: Number() would also take "0x10", "1e2" and " 5".
+        const digits = typeof limitParam === 'string' && /^\d{1,20}$/.test(limitParam);
+        const limit = limitParam === undefined ? PAGE.default : digits ? Number(limitParam) : NaN;
+        if (!Number.isInteger(limit) || limit < 1) {
           return sendProblem(req, res, 'MALFORMED_REQUEST', 'limit must be a whole number from 1 to 100.');
         }
         const after = typeof cursorParam === 'string' ? decodeCursor(cursorParam) : undefined;

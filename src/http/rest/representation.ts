@@ -24,15 +24,28 @@ export function encodeCursor(order: Order): string {
   return Buffer.from(JSON.stringify([order.createdAt.toISOString(), order.id])).toString('base64url');
 }
 
+/** Longer than any cursor encodeCursor makes (about 90 characters). */
+const MAX_CURSOR_LENGTH = 200;
+const ORDER_ID = /^ord_[0-9a-hjkmnp-tv-z]{26}$/;
+/** Nothing this API stored predates the epoch; the bound keeps BC and far-future dates away from SQL. */
+const EPOCH_YEAR = 1970;
+
+/**
+ * Accepts only what encodeCursor could have made: a tampered cursor (a BC date, a NUL byte, any other id) is
+ * refused here rather than failing in the database.
+ */
 export function decodeCursor(cursor: string): OrderCursor | null {
+  if (cursor.length > MAX_CURSOR_LENGTH || !/^[\w-]+$/.test(cursor)) return null;
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (!Array.isArray(value) || value.length !== 2) return null;
-    const [at, id] = value as unknown[];
-    if (typeof at !== 'string' || typeof id !== 'string') return null;
-    const createdAt = new Date(at);
-    return Number.isNaN(createdAt.getTime()) ? null : { createdAt, id };
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     return null;
   }
+  if (!Array.isArray(value) || value.length !== 2) return null;
+  const [at, id] = value as unknown[];
+  if (typeof at !== 'string' || typeof id !== 'string' || !ORDER_ID.test(id)) return null;
+  const createdAt = new Date(at);
+  if (Number.isNaN(createdAt.getTime()) || createdAt.toISOString() !== at) return null;
+  return createdAt.getUTCFullYear() >= EPOCH_YEAR && createdAt.getUTCFullYear() <= 9999 ? { createdAt, id } : null;
 }

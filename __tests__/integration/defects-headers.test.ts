@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import request from 'supertest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { WebClient, location, signIn, startLogin } from '../helpers/webClient.js';
+
+/** No page of this site may be framed by another (clickjacking): both the CSP directive and the older header. */
+function assertNotFramable(res: { headers: Record<string, string | undefined> }, label: string) {
+  assert.match(res.headers['content-security-policy'] ?? '', /(^|;\s*)frame-ancestors 'none'(;|$)/, label);
+  assert.equal(res.headers['x-frame-options'], 'DENY', label);
+}
+
+const headersOf = (res: Response) => Object.fromEntries(res.headers);
+
+describe('security headers on every response, framing refused for every page', () => {
+  let server: TestServer;
+  let base: string;
+  let issuer: string;
+  before(async () => {
+    server = await startTestServer();
+    base = server.running.publicUrl;
+    issuer = server.running.app.issuer;
+  });
+  after(() => server.close());
+
+  for (const [method, path, accept] of [
+    ['GET', '/', 'application/json'],
+    ['GET', '/healthz', 'application/json'],
+    ['GET', '/readyz', 'application/json'],
+    ['GET', '/metrics', 'text/plain'],
+    ['GET', '/nowhere', 'application/json'],
+    ['GET', '/v1/orders', 'application/json'],
+    ['GET', '/v1/openapi.json', 'application/json'],
+    ['POST', '/graphql', 'application/json'],
+    ['GET', '/graphql?query=%7Bproducts%7Bsku%7D%7D', 'application/json'],
+    ['GET', '/graphql', 'text/html'],
+    ['GET', '/graphql/stream', 'text/event-stream'],
+    ['GET', '/problems/not-found', 'text/html'],
+    ['GET', '/problems/no-such-problem', 'application/json'],
+    ['GET', '/auth/login', 'text/html'],
+    ['GET', '/auth/login?returnTo=https://evil.example/', 'text/html'],
+    ['GET', '/auth/callback', 'text/html'],
+    ['GET', '/auth/session', 'application/json'],
+    ['GET', '/idp/.well-known/openid-configuration', 'application/json'],
+    ['GET', '/idp/jwks', 'application/json'],
+    ['GET', '/idp/auth?client_id=nobody', 'text/html'],
+    ['GET', '/idp/session/end', 'text/html'],
+  ] as const) {
+    test(`${method} ${path} sends X-Content-Type-Options: nosniff, and a page cannot be framed`, async () => {
+      const req = method === 'GET' ? request(server.url).get(path) : request(server.url).post(path).send({});
+      const res = await req.set('accept', accept);
+      assert.ok(res.status < 500, `${res.status} ${res.text}`);
+      assert.equal(res.headers['x-content-type-options'], 'nosniff');
+      if (/^text\/html/.test(res.headers['content-type'] ?? '')) assertNotFramable(res, `${method} ${path}`);
+    });
+  }
+
+  test('the IdP sign-in form is served with framing refused, and signing in through it still works', async () => {
+    const browser = new WebClient();
+    let res = await browser.get(await startLogin(browser, base));
+    while (res.status === 302 || res.status === 303) res = await browser.get(location(res));
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
+    assert.match(await res.text(), /<form method="post"/);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    assertNotFramable({ headers: headersOf(res) }, 'sign-in form');
+
+    const { response } = await signIn(new WebClient(), base, 'alice');
+    assert.equal(response.status, 303);
+    assert.equal(response.headers.get('location'), '/');
+  });
+
+  test('pages keep the Origin of their own form posts: Referrer-Policy is same-origin, not no-referrer', async () => {
+    const res = await request(server.url).get('/problems/not-found').expect(200);
+    // Under no-referrer a browser sends `Origin: null` with a same-site form post, and sign-out would refuse it.
+    assert.equal(res.headers['referrer-policy'], 'same-origin');
+  });
+
+  test("the Sandbox landing page keeps Apollo's CDN scripts: the policy restricts framing only", async () => {
+    const res = await request(server.url).get('/graphql').set('accept', 'text/html').expect(200);
+    assert.match(res.text, /embeddable-sandbox\.cdn\.apollographql\.com/);
+    assert.equal(res.headers['content-security-policy'], "frame-ancestors 'none'");
+  });
+
+  test('the discovery document names the configured issuer, whatever the Host header says', async () => {
+    const res = await request(server.url)
+      .get('/idp/.well-known/openid-configuration')
+      .set('host', 'evil.example')
+      .expect(200);
+    const doc = res.body as Record<string, unknown>;
+    assert.equal(doc.issuer, issuer);
+    const urls = Object.entries(doc).filter(([, v]) => typeof v === 'string' && /^https?:/.test(v));
+    assert.ok(urls.length >= 5, JSON.stringify(doc));
+    for (const [name, url] of urls) assert.ok((url as string).startsWith(`${issuer}/`) || url === issuer, name);
+  });
+
+  test('the sign-out page posts to the configured issuer, whatever the Host header says', async () => {
+    const res = await request(server.url).get('/idp/session/end').set('host', 'evil.example').expect(200);
+    assert.match(res.text, /<form/);
+    assert.doesNotMatch(res.text, /evil\.example/);
+    assert.ok(res.text.includes(`${issuer}/session/end/confirm`), res.text);
+  });
+});
+
+describe('behind a trusted proxy, a forged X-Forwarded-Host does not move the issuer', () => {
+  let server: TestServer;
+  let issuer: string;
+  before(async () => {
+    server = await startTestServer({ TRUST_PROXY: 'true' });
+    issuer = server.running.app.issuer;
+  });
+  after(() => server.close());
+
+  for (const headers of [
+    { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
+    { host: 'evil.example', 'x-forwarded-host': 'evil.example, localhost' },
+    { forwarded: 'host=evil.example;proto=https' },
+  ]) {
+    test(`discovery with ${JSON.stringify(headers)} names only the configured issuer`, async () => {
+      const res = await request(server.url).get('/idp/.well-known/openid-configuration').set(headers).expect(200);
+      const text = res.text;
+      assert.doesNotMatch(text, /evil\.example/);
+      assert.equal((res.body as { issuer: string }).issuer, issuer);
+      assert.equal((res.body as { jwks_uri: string }).jwks_uri, `${issuer}/jwks`);
+    });
+  }
+});
