@@ -40,13 +40,14 @@ function withEventId(message: string): string {
  */
 function byReference(req: Request): { url: string; body: Record<string, unknown> | null } {
   const body = req.body as Record<string, unknown> | undefined;
-  if (req.method !== 'GET')
-    return {
-      url: req.originalUrl,
-      body: body && typeof body === 'object' && body.query === undefined ? { ...body, query: '' } : (body ?? null),
-    };
+  if (req.method !== 'GET') {
+    const named = body && typeof body === 'object' && (body.documentId !== undefined || body.extensions !== undefined);
+    return { url: req.originalUrl, body: named && body.query === undefined ? { ...body, query: '' } : (body ?? null) };
+  }
   const url = new URL(req.originalUrl, 'http://x');
-  if (!url.searchParams.has('query')) url.searchParams.set('query', '');
+  const named = url.searchParams.has('documentId') || url.searchParams.has('extensions');
+  // Anything else without a query (a single-connection stream's GET) is graphql-sse's to judge as it is.
+  if (named && !url.searchParams.has('query')) url.searchParams.set('query', '');
   return { url: url.pathname + url.search, body: null };
 }
 
