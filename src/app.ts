@@ -8,6 +8,7 @@ import { pinoHttp } from 'pino-http';
 import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
 import { browserLoginFor } from './auth/browserLogin.js';
 import { createEmbeddedIdp } from './auth/embeddedIdp.js';
+import { argon2Params } from './auth/idp/users.js';
 import { createSessionStore } from './auth/sessions.js';
 import type { Config } from './config.js';
 import { createServices } from './domain/services.js';
@@ -51,6 +52,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
         audience: config.oidc.audience,
         trustProxy: config.trustProxy !== false,
         logger: logger.child({ component: 'idp' }),
+        passwordHashing: argon2Params(config.nodeEnv),
       });
   const issuer = config.oidc.issuer ?? idp!.issuer;
   const verifier = createTokenVerifier({
