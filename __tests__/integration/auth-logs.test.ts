@@ -1,4 +1,4 @@
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { WebClient, location, signInAtIdp, startLogin } from '../helpers/webClient.js';
@@ -25,19 +25,34 @@ describe('browser sign-in in the logs', () => {
   let child: ChildProcessWithoutNullStreams;
   let output = '';
   let base: string;
+  const onOutput = new Set<() => void>();
 
-  before(async () => {
-    child = spawnMain();
-    base = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-        const listening = /"url":"([^"]+)"[^\n]*"msg":"orders-api listening"/.exec(output);
-        if (listening) resolve(listening[1]!);
-      });
-      child.once('exit', (code) => reject(new Error(`the process exited with ${code}: ${output}`)));
+  /** Resolves with the first match of `pattern` in the log, as soon as it has been written. */
+  const logged = (pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve) => {
+      const check = () => {
+        const match = pattern.exec(output);
+        if (!match) return;
+        onOutput.delete(check);
+        resolve(match);
+      };
+      onOutput.add(check);
+      check();
     });
+
+  beforeAll(async () => {
+    child = spawnMain();
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      for (const check of [...onOutput]) check();
+    });
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code) => reject(new Error(`the process exited with ${code}: ${output}`))),
+    );
+    const listening = await Promise.race([logged(/"url":"([^"]+)"[^\n]*"msg":"orders-api listening"/), exited]);
+    base = listening[1]!;
   });
-  after(() => {
+  afterAll(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
 
@@ -62,7 +77,8 @@ describe('browser sign-in in the logs', () => {
     };
     for (const [name, value] of Object.entries(secrets)) assert.ok(value && value.length >= 20, name);
 
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The logout is the last request: once its line is written, so are those of every request before it.
+    await logged(/"url":"\/auth\/logout"[^\n]*"msg":"request completed"/);
     const lines = output.split('\n').filter((l) => l.startsWith('{'));
     assert.ok(lines.some((l) => l.includes('"event":"auth.login"') && l.includes('"sub":"alice"')));
     assert.ok(lines.some((l) => l.includes('"url":"/auth/callback?code=[redacted]&state=[redacted]')));
