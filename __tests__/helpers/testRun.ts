@@ -42,3 +42,13 @@ export function artifactDir(name: string): string {
   mkdirSync(base, { recursive: true });
   return mkdtempSync(path.join(base, `${name}-`));
 }
+
+/**
+ * DATA_DIR for an embedded database of a test's own: a copy of the run's template (already migrated and seeded,
+ * with the run's IdP keys and demo users), or `memory` when no globalSetup prepared a run. `remove` deletes the
+ * copy; call it once the database is closed (or the process using it has exited).
+ */
+export function testDataDir(): { dataDir: string; remove: () => void } {
+  const run = currentTestRun();
+  return run ? copyTemplateDb(run) : { dataDir: 'memory', remove: () => undefined };
+}

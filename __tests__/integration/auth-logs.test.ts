@@ -1,16 +1,18 @@
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { testDataDir } from '../helpers/testRun.js';
 import { WebClient, location, signInAtIdp, startLogin } from '../helpers/webClient.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
 /** The real process with its real logger (redaction included), logging everything down to debug. */
-function spawnMain(): ChildProcessWithoutNullStreams {
+function spawnMain(dataDir: string): ChildProcessWithoutNullStreams {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: '0',
-    DATA_DIR: 'memory',
+    DATA_DIR: dataDir,
     LOG_LEVEL: 'debug',
     NODE_ENV: 'development',
   };
@@ -23,6 +25,7 @@ function spawnMain(): ChildProcessWithoutNullStreams {
 
 describe('browser sign-in in the logs', () => {
   let child: ChildProcessWithoutNullStreams;
+  const dataDir = testDataDir();
   let output = '';
   let base: string;
   const onOutput = new Set<() => void>();
@@ -41,7 +44,7 @@ describe('browser sign-in in the logs', () => {
     });
 
   beforeAll(async () => {
-    child = spawnMain();
+    child = spawnMain(dataDir.dataDir);
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       for (const check of [...onOutput]) check();
@@ -52,8 +55,13 @@ describe('browser sign-in in the logs', () => {
     const listening = await Promise.race([logged(/"url":"([^"]+)"[^\n]*"msg":"orders-api listening"/), exited]);
     base = listening[1]!;
   });
-  afterAll(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+  afterAll(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      await exited;
+    }
+    dataDir.remove();
   });
 
   test('never contain the code, state, nonce, tokens, or cookie values of a sign-in', async () => {

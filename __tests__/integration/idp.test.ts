@@ -17,6 +17,7 @@ import { createEmbeddedIdp } from '../../src/auth/embeddedIdp.js';
 import type { EmbeddedIdp } from '../../src/auth/embeddedIdp.js';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
 import { send } from '../helpers/http.js';
+import { testDataDir } from '../helpers/testRun.js';
 
 const run = promisify(execFile);
 const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -24,13 +25,15 @@ const JWT_PATTERN = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 describe('embedded IdP', () => {
   let db: Database;
+  let dataDir: ReturnType<typeof testDataDir>;
   let server: Server;
   let idp: EmbeddedIdp;
   let publicUrl: string;
   let issuer: string;
 
   beforeAll(async () => {
-    db = await openDatabase({ kind: 'pglite', dataDir: 'memory' });
+    dataDir = testDataDir();
+    db = await openDatabase({ kind: 'pglite', dataDir: dataDir.dataDir });
     await migrate(db);
 
     server = createServer();
@@ -56,6 +59,7 @@ describe('embedded IdP', () => {
     await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     await idp.close();
     await db.close();
+    dataDir.remove();
   });
 
   async function verifyAccessToken(token: string) {

@@ -5,6 +5,7 @@ import { request, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
 import { http } from '../helpers/http.js';
+import { testDataDir } from '../helpers/testRun.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -55,16 +56,22 @@ function logWatcher(child: ChildProcessWithoutNullStreams) {
 
 describe('the server process', () => {
   let child: ChildProcessWithoutNullStreams;
+  const dataDir = testDataDir();
   let logs: ReturnType<typeof logWatcher>;
   let url: string;
   beforeAll(async () => {
-    child = spawnMain({ PORT: '0', DATA_DIR: 'memory', LOG_LEVEL: 'info', NODE_ENV: 'development' });
+    child = spawnMain({ PORT: '0', DATA_DIR: dataDir.dataDir, LOG_LEVEL: 'info', NODE_ENV: 'development' });
     logs = logWatcher(child);
     const started = await logs.waitFor('orders-api listening');
     url = String(started.url);
   });
-  afterAll(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+  afterAll(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      await exited;
+    }
+    dataDir.remove();
   });
 
   test('answers /healthz and /readyz', async () => {
