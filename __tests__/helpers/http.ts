@@ -60,8 +60,8 @@ export function asFetchResponse(res: SuperResponse, url: string, method: string)
 }
 
 /**
- * fetch's signature over supertest, redirects never followed, for fetch-shaped helpers and tests that read a
- * Response (status, headers.get/getSetCookie, text(), json()).
+ * fetch's signature over supertest, for fetch-shaped helpers and tests that read a Response (status,
+ * headers.get/getSetCookie, text(), json()). Like fetch, it follows redirects unless `redirect: 'manual'`.
  */
 export async function send(
   url: string | URL,
@@ -69,17 +69,29 @@ export async function send(
     method?: string;
     headers?: Record<string, string>;
     body?: string | URLSearchParams;
-    redirect?: 'manual';
+    redirect?: 'manual' | 'follow';
   } = {},
 ): Promise<Response> {
-  const target = new URL(url);
-  const method = (init.method ?? 'GET').toUpperCase() as Method;
-  let req = http(target.origin)
-    .method(method, `${target.pathname}${target.search}`)
-    .set(init.headers ?? {});
-  if (init.body !== undefined) {
-    if (init.body instanceof URLSearchParams && !init.headers?.['content-type']) req = req.type('form');
-    req = req.send(init.body.toString());
+  let target = new URL(url);
+  let method = (init.method ?? 'GET').toUpperCase() as Method;
+  let body = init.body;
+  for (let hops = 0; ; hops++) {
+    let req = http(target.origin)
+      .method(method, `${target.pathname}${target.search}`)
+      .set(init.headers ?? {});
+    if (body !== undefined) {
+      if (body instanceof URLSearchParams && !init.headers?.['content-type']) req = req.type('form');
+      req = req.send(body.toString());
+    }
+    const res = asFetchResponse(await req, target.href, method);
+    const location = res.headers.get('location');
+    if (init.redirect === 'manual' || !location || ![301, 302, 303, 307, 308].includes(res.status)) return res;
+    if (hops === 20) throw new Error(`send: too many redirects from ${String(url)}`);
+    // As fetch does: 303 (and 301/302 after a POST) turn into a GET without a body.
+    if (res.status === 303 || ((res.status === 301 || res.status === 302) && method === 'POST')) {
+      method = 'GET';
+      body = undefined;
+    }
+    target = new URL(location, target);
   }
-  return asFetchResponse(await req, target.href, method);
 }
