@@ -25,7 +25,13 @@ export interface EventBus {
  * ids is filled from the database before anything later is delivered, and a periodic poll picks
  * up whatever a lost message left behind.
  */
-export async function createEventBus(deps: { db: Database; redis?: Redis; logger: Logger }): Promise<EventBus> {
+export async function createEventBus(deps: {
+  db: Database;
+  redis?: Redis;
+  logger: Logger;
+  /** How often the outbox is polled; POLL_MS unless the test suite asks for less. */
+  pollMs?: number;
+}): Promise<EventBus> {
   const { db, redis, logger } = deps;
   const channel = `orders-api:${db.identity}:events`;
   const listeners = new Set<EventListener>();
@@ -77,7 +83,7 @@ export async function createEventBus(deps: { db: Database; redis?: Redis; logger
     await subscriber.subscribe(channel);
   }
 
-  const poll = setInterval(() => deliver(null), POLL_MS);
+  const poll = setInterval(() => deliver(null), deps.pollMs ?? POLL_MS);
   poll.unref();
   const sweep = setInterval(() => void deleteOldEvents(db).catch(() => undefined), 60 * 60_000);
   sweep.unref();
