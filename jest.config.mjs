@@ -1,5 +1,5 @@
 // Jest runs the TypeScript sources as native ES modules (jose, openid-client and oidc-provider ship only as ESM):
-// `npm test` sets NODE_OPTIONS=--experimental-vm-modules, and @swc/jest strips the types.
+// `npm test` sets NODE_OPTIONS=--experimental-vm-modules, and ts-jest (`useESM`) strips the types.
 // `npm test` runs __tests__/unit and __tests__/integration; test:prod, test:topology and test:faults pass
 // --testMatch for their own folder.
 export default {
@@ -7,7 +7,8 @@ export default {
   testMatch: ['<rootDir>/__tests__/{unit,integration}/**/*.test.ts'],
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
-    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2023' }, sourceMaps: 'inline' }],
+    // tsconfig.json sets isolatedModules, so ts-jest transpiles file by file (no type-check: `npm run typecheck` does).
+    '^.+\\.ts$': ['ts-jest', { useESM: true }],
   },
   // Sources import './x.js' (NodeNext); the file on disk is './x.ts'.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
