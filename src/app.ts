@@ -9,6 +9,7 @@ import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
 import { browserLoginFor } from './auth/browserLogin.js';
 import { createDpopProofVerifier } from './auth/dpop.js';
 import { createEmbeddedIdp } from './auth/embeddedIdp.js';
+import { argon2Params } from './auth/idp/users.js';
 import { createSessionStore, deleteExpiredSessions } from './auth/sessions.js';
 import type { Config } from './config.js';
 import { DomainError, RETRY_AFTER_SECONDS } from './domain/errors.js';
@@ -64,6 +65,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
         logger: logger.child({ component: 'idp' }),
         redis,
         signinLockSeconds: config.signin.lockSeconds,
+        passwordHashing: argon2Params(config.nodeEnv),
       });
   const issuer = config.oidc.issuer ?? idp!.issuer;
   // Used DPoP proof ids must be seen by every replica: Redis when there is one, else the shared database.

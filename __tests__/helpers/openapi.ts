@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import * as addFormatsModule from 'ajv-formats';
 import { openapiDocument } from '../../src/http/rest/openapi.js';
+import { headersOf, http, textOf, type Method } from './http.js';
 
 // ajv-formats is CommonJS; under ESM the plugin function arrives as the default export.
 const addFormats = (addFormatsModule as unknown as { default: (ajv: Ajv2020) => void }).default;
@@ -42,7 +43,12 @@ function templateFor(path: string): string | undefined {
 const seen: string[] = [];
 
 /** Every response a test receives goes through here: it must be one the document describes. */
-export function assertDocumented(method: string, url: string, res: Response, bodyText: string): void {
+export function assertDocumented(
+  method: string,
+  url: string,
+  res: { status: number; headers: Headers },
+  bodyText: string,
+): void {
   const path = new URL(url).pathname.replace(/^\/v1/, '');
   const template = templateFor(path);
   assert.ok(template, `${path} is not in the OpenAPI document`);
@@ -108,7 +114,7 @@ export interface RestResponse {
   json: <T = Record<string, unknown>>() => T;
 }
 
-/** fetch for /v1 that checks each response against the OpenAPI document. */
+/** supertest for /v1 that checks each response against the OpenAPI document. */
 export async function rest(
   base: string,
   method: string,
@@ -120,16 +126,14 @@ export async function rest(
   if (opts.body !== undefined || opts.raw !== undefined) {
     headers['content-type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
   }
-  const res = await fetch(url, {
-    method,
-    headers: { ...headers, ...opts.headers },
-    ...(opts.raw !== undefined
-      ? { body: opts.raw }
-      : opts.body !== undefined
-        ? { body: JSON.stringify(opts.body) }
-        : {}),
-  });
-  const text = await res.text();
-  assertDocumented(method, url, res, text);
-  return { status: res.status, headers: res.headers, text, json: <T>() => JSON.parse(text) as T };
+  let req = http(base)
+    .method(method as Method, `/v1${path}`)
+    .set({ ...headers, ...opts.headers });
+  if (opts.raw !== undefined) req = req.send(opts.raw);
+  else if (opts.body !== undefined) req = req.send(JSON.stringify(opts.body));
+  const res = await req;
+  const text = method === 'HEAD' ? '' : textOf(res);
+  const reply = { status: res.status, headers: headersOf(res) };
+  assertDocumented(method, url, reply, text);
+  return { ...reply, text, json: <T>() => JSON.parse(text) as T };
 }

@@ -1,9 +1,18 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
+import { EventEmitter, once } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import pg from 'pg';
 import { pino } from 'pino';
+import request from 'supertest';
+import type { Test } from 'supertest';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { openDatabase, type Database } from '../../src/store/db.js';
+import { migrate } from '../../src/store/migrations.js';
+import { headersOf, http } from './http.js';
+import { copyTemplateDb, currentTestRun, idpSecrets } from './testRun.js';
 
 export interface GqlResponse {
   status: number;
@@ -19,6 +28,8 @@ export interface TestServer {
   /** The PostgreSQL schema of this server's database, when running against a server. */
   readonly schema?: string;
   readonly running: RunningServer;
+  /** supertest against this server's URL, redirects not followed: `server.http.get('/healthz')`. */
+  readonly http: ReturnType<typeof http>;
   /** An access token from the embedded IdP, obtained through the real PKCE flow (cached per user). */
   token(user: 'alice' | 'bob' | 'carol'): Promise<string>;
   /** The three demo users' tokens at once. */
@@ -30,26 +41,93 @@ export interface TestServer {
   ): Promise<GqlResponse>;
   /** Current value of a Prometheus counter without labels, from /metrics. */
   counter(name: string): Promise<number>;
+  /**
+   * Sends one request (built on the supertest agent it is given) straight to this app and counts the SQL
+   * statements run on that request's behalf alone: background work (the event bus's safety poll, sweeps, other
+   * requests) runs outside the request's async context and is not counted.
+   */
+  sqlStatementsOf(
+    build: (agent: ReturnType<typeof request>) => Test,
+  ): Promise<{ res: request.Response; statements: number }>;
+  /** Resolves once the next subscription on this server is listening for events (WebSocket or SSE). */
+  nextSubscription(): Promise<void>;
   close(): Promise<void>;
 }
 
+/** The database a test server runs on, and how to give it back. */
+interface TestDatabase {
+  db: Database;
+  schema?: string;
+  release(): Promise<void>;
+}
+
 /**
- * Starts the real server on port 0: embedded PGlite in memory by default, or — when the
- * environment names them, as CI's second pass does — the PostgreSQL server in a schema of its
- * own and the Redis server. `sameDatabaseAs` starts a second app instance over the first one's
- * database: its own pool on the same schema, or the same in-process PGlite.
+ * The embedded database is a private copy of the run's template (initialised, migrated, seeded, IdP keys and
+ * demo users in place), which opens in about a second where a fresh PGlite takes many. On PostgreSQL, a schema
+ * of its own, migrated, with the run's IdP keys so that the IdP does not generate new ones.
+ */
+async function openTestDatabase(): Promise<TestDatabase> {
+  const run = currentTestRun();
+  if (process.env.DATABASE_URL) {
+    const schema = `test_${randomBytes(6).toString('hex')}`;
+    const db = await openDatabase({ kind: 'postgres', url: process.env.DATABASE_URL, schema });
+    await migrate(db);
+    if (run) {
+      await db.query('insert into idp_keys (id, jwks) values (1, $1::jsonb) on conflict (id) do nothing', [
+        idpSecrets(run),
+      ]);
+    }
+    return {
+      db,
+      schema,
+      async release() {
+        await db.close();
+        const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+        await client.connect();
+        await client.query(`drop schema if exists "${schema}" cascade`);
+        await client.end();
+      },
+    };
+  }
+  if (!run) {
+    const db = await openDatabase({ kind: 'pglite', dataDir: 'memory' });
+    return { db, release: () => db.close() };
+  }
+  const copy = copyTemplateDb(run);
+  const db = await openDatabase({ kind: 'pglite', dataDir: copy.dataDir });
+  return {
+    db,
+    async release() {
+      await db.close();
+      copy.remove();
+    },
+  };
+}
+
+const statementScope = new AsyncLocalStorage<{ statements: number }>();
+
+/**
+ * Starts the real server on port 0: embedded PGlite by default, or — when the environment names them, as CI's
+ * second pass does — the PostgreSQL server in a schema of its own and the Redis server. `sameDatabaseAs` starts a
+ * second app instance over the first one's database: its own pool on the same schema, or the same PGlite.
  */
 export async function startTestServer(
   env: Record<string, string> = {},
   opts: { sameDatabaseAs?: TestServer } = {},
 ): Promise<TestServer> {
   const shared = opts.sameDatabaseAs;
-  const ownsSchema = Boolean(process.env.DATABASE_URL) && !shared;
-  const schema = shared
-    ? shared.schema
-    : process.env.DATABASE_URL
-      ? `test_${randomBytes(6).toString('hex')}`
-      : undefined;
+  let owned: TestDatabase | undefined;
+  let db: Database;
+  let schema: string | undefined;
+  if (shared && process.env.DATABASE_URL) {
+    schema = shared.schema;
+    db = await openDatabase({ kind: 'postgres', url: process.env.DATABASE_URL, schema: schema! });
+  } else if (shared) {
+    db = shared.running.app.db;
+  } else {
+    owned = await openTestDatabase();
+    ({ db, schema } = owned);
+  }
   const config = loadConfig(
     {
       NODE_ENV: 'test',
@@ -57,24 +135,47 @@ export async function startTestServer(
       HOST: '127.0.0.1',
       LOG_LEVEL: 'silent',
       DATA_DIR: 'memory',
-      ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL, DATABASE_SCHEMA: schema } : {}),
+      ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL, DATABASE_SCHEMA: schema! } : {}),
       ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
       ...env,
     },
-    // A second instance over the first's embedded database: production's DATABASE_URL rule does not apply.
-    { databaseHandedIn: Boolean(shared && !schema) },
+    // The database is always handed in (a copy of the run's template, or the first replica's), so production's
+    // demand for DATABASE_URL does not apply to a test instance.
+    { databaseHandedIn: true },
   );
-  const running = await startServer(
-    config,
-    pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-    shared && !schema ? { db: shared.running.app.db } : {},
-  );
-  const tokens = new Map<string, Promise<string>>();
+  let running: RunningServer;
+  try {
+    running = await startServer(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), { db });
+  } catch (error) {
+    if (owned) await owned.release();
+    else if (shared && process.env.DATABASE_URL) await db.close();
+    throw error;
+  }
 
+  // Counts statements per request (see sqlStatementsOf), beside the process-wide metric.
+  const countForMetrics = db.onStatement;
+  running.app.db.onStatement = () => {
+    countForMetrics?.();
+    const scope = statementScope.getStore();
+    if (scope) scope.statements++;
+  };
+  // A subscription is live once its resolver has registered with the event bus: a signal, not a sleep.
+  const subscriptions = new EventEmitter();
+  const service = running.app.services.subscriptions;
+  const orderEvents = service.orderEvents.bind(service);
+  service.orderEvents = async (...args) => {
+    const stream = await orderEvents(...args);
+    subscriptions.emit('listening');
+    return stream;
+  };
+
+  const tokens = new Map<string, Promise<string>>();
+  const agent = http(running.url);
   const server: TestServer = {
     url: running.url,
     ...(schema ? { schema } : {}),
     running,
+    http: agent,
     token(user) {
       if (!tokens.has(user)) {
         tokens.set(
@@ -93,32 +194,37 @@ export async function startTestServer(
       return { alice, bob, carol };
     },
     async gql(query, variables, opts = {}) {
-      const res = await fetch(`${running.url}/graphql`, {
-        method: 'POST',
-        headers: {
+      const res = await agent
+        .post('/graphql')
+        .set({
           'content-type': 'application/json',
           accept: 'application/graphql-response+json',
           ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
           ...opts.headers,
-        },
-        body: JSON.stringify({ query, ...(variables ? { variables } : {}) }),
-      });
-      return { status: res.status, headers: res.headers, body: (await res.json()) as GqlResponse['body'] };
+        })
+        .send(JSON.stringify({ query, ...(variables ? { variables } : {}) }));
+      return { status: res.status, headers: headersOf(res), body: res.body as GqlResponse['body'] };
     },
     async counter(name) {
-      const text = await (await fetch(`${running.url}/metrics`)).text();
-      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+      const res = await agent.get('/metrics');
+      const line = res.text.split('\n').find((l) => l.startsWith(`${name} `));
       if (!line) throw new Error(`metric ${name} not found`);
       return Number(line.split(' ')[1]);
     },
+    async sqlStatementsOf(build) {
+      const scope = { statements: 0 };
+      const handler = (req: IncomingMessage, res: ServerResponse) =>
+        statementScope.run(scope, () => running.app.app(req, res));
+      const res = await build(request(handler));
+      return { res, statements: scope.statements };
+    },
+    async nextSubscription() {
+      await once(subscriptions, 'listening');
+    },
     async close() {
       await running.close();
-      if (schema && ownsSchema) {
-        const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
-        await client.connect();
-        await client.query(`drop schema if exists "${schema}" cascade`);
-        await client.end();
-      }
+      if (owned) await owned.release();
+      else if (shared && process.env.DATABASE_URL) await db.close();
     },
   };
   return server;

@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { createEmbeddedIdp, type EmbeddedIdp } from '../../src/auth/embeddedIdp.js';
 import { openDatabase, type Database } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrations.js';
+import { testDataDir } from './testRun.js';
 
 /**
  * - `genuine`: a well-behaved OpenID provider.
@@ -18,6 +19,7 @@ export type IssuerMode = 'genuine' | 'forged-signature' | 'other-issuer';
 interface Provider {
   readonly idp: EmbeddedIdp;
   readonly db: Database;
+  readonly remove: () => void;
 }
 
 /**
@@ -34,9 +36,15 @@ export async function startSwitchableIssuer() {
   const url = `http://127.0.0.1:${port}/idp`;
 
   async function provider(issuer: string, secrets?: { keys: JWK[]; cookieKeys: string[] }): Promise<Provider> {
-    const db = await openDatabase({ kind: 'pglite', dataDir: 'memory' });
+    const { dataDir, remove } = testDataDir();
+    const db = await openDatabase({ kind: 'pglite', dataDir });
     await migrate(db);
-    if (secrets) await db.query('insert into idp_keys (id, jwks) values (1, $1::jsonb)', [JSON.stringify(secrets)]);
+    if (secrets) {
+      await db.query(
+        'insert into idp_keys (id, jwks) values (1, $1::jsonb) on conflict (id) do update set jwks = excluded.jwks',
+        [JSON.stringify(secrets)],
+      );
+    }
     const idp = await createEmbeddedIdp({
       issuer,
       // orders-web accepts the /auth/callback of any loopback port, so the app's own URL need not be known yet.
@@ -46,7 +54,7 @@ export async function startSwitchableIssuer() {
       trustProxy: false,
       logger: pino({ level: 'silent' }),
     });
-    return { idp, db };
+    return { idp, db, remove };
   }
 
   const genuine = await provider(url);
@@ -93,9 +101,10 @@ export async function startSwitchableIssuer() {
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const { idp, db } of Object.values(providers)) {
+      for (const { idp, db, remove } of Object.values(providers)) {
         await idp.close();
         await db.close();
+        remove();
       }
     },
   };

@@ -1,5 +1,7 @@
+import { asFetchResponse, http, type Method } from './http.js';
+
 /**
- * A browser stand-in for HTTP-level tests of browser sign-in: one cookie jar per host (as browsers keep cookies
+ * A browser stand-in (requests sent with supertest) for HTTP-level tests of browser sign-in: one cookie jar per host (as browsers keep cookies
  * regardless of port), manual redirects, and the embedded IdP's sign-in form filled in the way a person would.
  */
 export class WebClient {
@@ -52,7 +54,11 @@ export class WebClient {
     const jar = this.jar(url);
     const headers = { ...init.headers };
     if (jar.size && !('cookie' in headers)) headers.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const res = await fetch(url, { ...init, headers, redirect: 'manual' });
+    let req = http(url.origin)
+      .method(init.method as Method, `${url.pathname}${url.search}`)
+      .set(headers);
+    if (init.body !== undefined) req = req.send(init.body.toString());
+    const res = asFetchResponse(await req, url.href, init.method);
     for (const line of res.headers.getSetCookie()) {
       const [pair = '', ...attributes] = line.split(';');
       const eq = pair.indexOf('=');

@@ -1,4 +1,4 @@
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startSwitchableIssuer, type SwitchableIssuer } from '../helpers/switchableIssuer.js';
@@ -37,11 +37,11 @@ describe('the sign-in callback refuses bad input (embedded issuer)', () => {
   let server: TestServer;
   let base: string;
 
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     base = server.running.publicUrl;
   });
-  after(() => server?.close());
+  afterAll(() => server?.close());
 
   test('refuses a callback without the login cookie of this browser', async () => {
     const before = await sessionCount(server);
@@ -143,7 +143,7 @@ describe('the sign-in callback refuses hostile issuers (external issuer)', () =>
   let server: TestServer;
   let base: string;
 
-  before(async () => {
+  beforeAll(async () => {
     issuer = await startSwitchableIssuer();
     server = await startTestServer({
       OIDC_ISSUER: issuer.url,
@@ -152,7 +152,7 @@ describe('the sign-in callback refuses hostile issuers (external issuer)', () =>
     });
     base = server.running.publicUrl;
   });
-  after(async () => {
+  afterAll(async () => {
     await server?.close();
     await issuer?.close();
   });
@@ -206,10 +206,10 @@ describe('browser sign-in without a web client', () => {
     // Discovery is lazy, so an unreachable issuer does not stop the app from starting.
     const server = await startTestServer({ OIDC_ISSUER: 'http://127.0.0.1:9/idp' });
     try {
-      const res = await fetch(`${server.running.publicUrl}/auth/login`, { redirect: 'manual' });
+      const res = await server.http.get('/auth/login');
       assert.equal(res.status, 503);
-      assert.equal(res.headers.get('cache-control'), 'no-store');
-      assert.match(await res.text(), /Browser sign-in is not configured/);
+      assert.equal(res.get('cache-control'), 'no-store');
+      assert.match(res.text, /Browser sign-in is not configured/);
     } finally {
       await server.close();
     }

@@ -1,16 +1,18 @@
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { testDataDir } from '../helpers/testRun.js';
 import { WebClient, location, signInAtIdp, startLogin } from '../helpers/webClient.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
 /** The real process with its real logger (redaction included), logging everything down to debug. */
-function spawnMain(): ChildProcessWithoutNullStreams {
+function spawnMain(dataDir: string): ChildProcessWithoutNullStreams {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: '0',
-    DATA_DIR: 'memory',
+    DATA_DIR: dataDir,
     LOG_LEVEL: 'debug',
     NODE_ENV: 'development',
   };
@@ -23,22 +25,43 @@ function spawnMain(): ChildProcessWithoutNullStreams {
 
 describe('browser sign-in in the logs', () => {
   let child: ChildProcessWithoutNullStreams;
+  const dataDir = testDataDir();
   let output = '';
   let base: string;
+  const onOutput = new Set<() => void>();
 
-  before(async () => {
-    child = spawnMain();
-    base = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-        const listening = /"url":"([^"]+)"[^\n]*"msg":"orders-api listening"/.exec(output);
-        if (listening) resolve(listening[1]!);
-      });
-      child.once('exit', (code) => reject(new Error(`the process exited with ${code}: ${output}`)));
+  /** Resolves with the first match of `pattern` in the log, as soon as it has been written. */
+  const logged = (pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve) => {
+      const check = () => {
+        const match = pattern.exec(output);
+        if (!match) return;
+        onOutput.delete(check);
+        resolve(match);
+      };
+      onOutput.add(check);
+      check();
     });
+
+  beforeAll(async () => {
+    child = spawnMain(dataDir.dataDir);
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      for (const check of [...onOutput]) check();
+    });
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code) => reject(new Error(`the process exited with ${code}: ${output}`))),
+    );
+    const listening = await Promise.race([logged(/"url":"([^"]+)"[^\n]*"msg":"orders-api listening"/), exited]);
+    base = listening[1]!;
   });
-  after(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+  afterAll(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      await exited;
+    }
+    dataDir.remove();
   });
 
   test('never contain the code, state, nonce, tokens, or cookie values of a sign-in', async () => {
@@ -62,7 +85,8 @@ describe('browser sign-in in the logs', () => {
     };
     for (const [name, value] of Object.entries(secrets)) assert.ok(value && value.length >= 20, name);
 
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The logout is the last request: once its line is written, so are those of every request before it.
+    await logged(/"url":"\/auth\/logout"[^\n]*"msg":"request completed"/);
     const lines = output.split('\n').filter((l) => l.startsWith('{'));
     assert.ok(lines.some((l) => l.includes('"event":"auth.login"') && l.includes('"sub":"alice"')));
     assert.ok(lines.some((l) => l.includes('"url":"/auth/callback?code=[redacted]&state=[redacted]')));

@@ -1,4 +1,4 @@
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
@@ -26,11 +26,11 @@ describe('browser sessions', () => {
   let server: TestServer;
   let base: string;
 
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer({ CORS_ORIGINS: CORS_ORIGIN });
     base = server.running.publicUrl;
   });
-  after(() => server?.close());
+  afterAll(() => server?.close());
 
   test('/auth/login redirects to the issuer with a fresh state, nonce and S256 challenge per attempt', async () => {
     const browser = new WebClient();
@@ -105,10 +105,10 @@ describe('browser sessions', () => {
   });
 
   test('/auth/session without a session is 401', async () => {
-    const res = await fetch(`${base}/auth/session`);
+    const res = await server.http.get('/auth/session');
     assert.equal(res.status, 401);
-    assert.equal(res.headers.get('cache-control'), 'no-store');
-    assert.equal(((await res.json()) as { code: string }).code, 'UNAUTHENTICATED');
+    assert.equal(res.get('cache-control'), 'no-store');
+    assert.equal((res.body as { code: string }).code, 'UNAUTHENTICATED');
   });
 
   test('the session cookie authenticates /graphql with the roles of the person', async () => {
@@ -176,8 +176,8 @@ describe('browser sessions', () => {
     assert.equal(response.status, 303);
     const second = browser.cookie(base, SESSION)!;
     assert.notEqual(second, first);
-    assert.equal((await fetch(`${base}/auth/session`, { headers: { cookie: `${SESSION}=${first}` } })).status, 401);
-    assert.equal((await fetch(`${base}/auth/session`, { headers: { cookie: `${SESSION}=${second}` } })).status, 200);
+    assert.equal((await server.http.get('/auth/session').set({ cookie: `${SESSION}=${first}` })).status, 401);
+    assert.equal((await server.http.get('/auth/session').set({ cookie: `${SESSION}=${second}` })).status, 200);
   });
 
   test('a session idle for longer than 30 minutes, or older than 12 hours, is refused', async () => {
@@ -217,7 +217,7 @@ describe('browser sessions', () => {
     assert.match(to.searchParams.get('id_token_hint') ?? '', /^[\w-]+\.[\w-]+\.[\w-]+$/);
 
     const replay = { cookie: `${SESSION}=${cookie}` };
-    assert.equal((await fetch(`${base}/auth/session`, { headers: replay })).status, 401);
+    assert.equal((await server.http.get('/auth/session').set(replay)).status, 401);
     const gql = await new WebClient().graphql(base, ORDERS, replay);
     assert.equal(gql.status, 401);
     assert.deepEqual(
@@ -239,14 +239,14 @@ describe('browser sessions across two app instances', () => {
   let a: TestServer;
   let b: TestServer;
 
-  before(async () => {
+  beforeAll(async () => {
     a = await startTestServer();
     b = await startTestServer(
       { OIDC_ISSUER: a.running.app.issuer, OIDC_CLIENT_ID: 'orders-web', OIDC_CLIENT_SECRET: 'orders-web-secret' },
       { sameDatabaseAs: a },
     );
   });
-  after(async () => {
+  afterAll(async () => {
     await b?.close();
     await a?.close();
   });

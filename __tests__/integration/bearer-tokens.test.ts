@@ -1,7 +1,21 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, jest, test } from '@jest/globals';
 import { generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+
+// Everything Jest can fake except Date.
+const TIMERS = [
+  'hrtime',
+  'nextTick',
+  'performance',
+  'queueMicrotask',
+  'setImmediate',
+  'clearImmediate',
+  'setInterval',
+  'clearInterval',
+  'setTimeout',
+  'clearTimeout',
+] as const;
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
@@ -9,14 +23,14 @@ describe('Bearer access tokens', () => {
   let server: TestServer;
   let alice: string;
   let rsaKey: JWK;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     alice = await server.token('alice');
     // Tokens signed with the IdP's own key prove that each refusal below is for the reason it names.
     const [row] = await server.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
     rsaKey = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   const sign = async (claims: Record<string, unknown>, opts: { exp?: number | null; key?: JWK } = {}) => {
     const key = opts.key ?? rsaKey;
@@ -77,9 +91,13 @@ describe('Bearer access tokens', () => {
     const exp = Math.floor(Date.now() / 1000) + 1;
     const token = await sign({}, { exp });
     assert.equal((await ask(token)).status, 200);
-    // Past exp plus the 5 s clock tolerance.
-    await new Promise((r) => setTimeout(r, Math.max(0, (exp + 6) * 1000 - Date.now())));
-    await assertRefused(token, /expired/);
+    // The clock (Date only; timers stay real) moves past exp plus the 5 s clock tolerance, instead of waiting for it.
+    jest.useFakeTimers({ doNotFake: [...TIMERS], advanceTimers: true, now: (exp + 6) * 1000 });
+    try {
+      await assertRefused(token, /expired/);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   test('refuses a token without exp', async () => {

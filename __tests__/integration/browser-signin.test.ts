@@ -1,10 +1,14 @@
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { artifactDir } from '../helpers/testRun.js';
 
 // Debian's chromium, never a downloaded browser; .ci/run installs it when missing.
 const CHROMIUM = '/usr/bin/chromium';
+const NO_CHROMIUM = `Chromium is missing (${CHROMIUM}): install Debian's package with \`apt-get install chromium\`, then run the tests again.`;
 const QUERY = '{ recentOrders(first: 100) { customer { name } } }';
 
 interface GraphqlResult {
@@ -31,8 +35,11 @@ describe('browser sign-in in headless Chromium', () => {
   let server: TestServer;
   let browser: Browser;
   let base: string;
+  let screenshots: string;
 
-  before(async () => {
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(NO_CHROMIUM);
+    screenshots = artifactDir('browser-signin');
     server = await startTestServer();
     // The browser must use the public URL: the session and login cookies belong to its host.
     base = server.running.publicUrl;
@@ -42,7 +49,7 @@ describe('browser sign-in in headless Chromium', () => {
     });
   });
 
-  after(async () => {
+  afterAll(async () => {
     await browser?.close();
     await server?.close();
   });
@@ -54,7 +61,7 @@ describe('browser sign-in in headless Chromium', () => {
     await page.goto(`${base}/auth/login?returnTo=/auth/session`);
     assert.match(new URL(page.url()).pathname, /^\/idp\/interaction\/[\w-]+$/);
     await assert.doesNotReject(page.getByRole('heading', { name: 'Sign in' }).waitFor());
-    await page.screenshot({ path: '/tmp/signin.png', fullPage: true });
+    await page.screenshot({ path: path.join(screenshots, 'signin.png'), fullPage: true });
 
     await page.getByLabel('Username').fill('alice');
     await page.getByLabel('Password').fill('alice');
@@ -88,7 +95,7 @@ describe('browser sign-in in headless Chromium', () => {
       form.submit();
     }`);
     await page.waitForURL(/\/idp\/session\/end/);
-    await page.screenshot({ path: '/tmp/signout.png', fullPage: true });
+    await page.screenshot({ path: path.join(screenshots, 'signout.png'), fullPage: true });
     await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Yes, sign me out' }).click()]);
     assert.deepEqual(
       (await context.cookies(base)).filter((c) => c.name === 'orders_session'),

@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 describe('just-in-time customers', () => {
   let server: TestServer;
   let key: JWK;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     const [row] = await server.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
     key = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   /** A token for a subject the API has never seen, signed by the embedded issuer. */
   const tokenFor = async (sub: string) => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 interface Placed {
@@ -25,11 +25,11 @@ describe('GraphQL mutations', () => {
   let alice: string;
   let bob: string;
   let carol: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     ({ alice, bob, carol } = await server.users());
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   const place = async (
     token: string,

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { serverAudits } from 'graphql-http';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 describe('GraphQL over HTTP', () => {
   let server: TestServer;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   test('passes every graphql-http server audit (MUST, SHOULD and MAY) with no warning or notice', async () => {
     const audits = serverAudits({ url: `${server.url}/graphql` });
@@ -21,53 +21,50 @@ describe('GraphQL over HTTP', () => {
   });
 
   test('answers a malformed JSON body with a clean GraphQL error and 400, also for application/json', async () => {
-    const res = await fetch(`${server.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: '{"query": ',
-    });
+    const res = await server.http
+      .post('/graphql')
+      .set({ 'content-type': 'application/json', accept: 'application/json' })
+      .send('{"query": ');
     assert.equal(res.status, 400);
-    assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
-    assert.deepEqual(await res.json(), {
+    assert.equal(res.get('content-type'), 'application/json; charset=utf-8');
+    assert.deepEqual(res.body, {
       errors: [{ message: 'The request body is not valid JSON.', extensions: { code: 'BAD_REQUEST' } }],
     });
   });
 
   test('answers a malformed JSON body with 400 for application/graphql-response+json', async () => {
-    const res = await fetch(`${server.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
-      body: '{"query": ',
-    });
+    const res = await server.http
+      .post('/graphql')
+      .set({ 'content-type': 'application/json', accept: 'application/graphql-response+json' })
+      .send('{"query": ');
     assert.equal(res.status, 400);
-    assert.equal(res.headers.get('content-type'), 'application/graphql-response+json; charset=utf-8');
-    assert.equal(((await res.json()) as { data?: unknown }).data, undefined);
+    assert.equal(res.get('content-type'), 'application/graphql-response+json; charset=utf-8');
+    assert.equal((JSON.parse(res.text) as { data?: unknown }).data, undefined);
   });
 
   test('refuses a mutation over GET with 405 and Allow: POST', async () => {
-    const url = `${server.url}/graphql?query=${encodeURIComponent('mutation { cancelOrder(id: "x") { id } }')}`;
-    const res = await fetch(url, { headers: { accept: 'application/json' } });
+    const path = `/graphql?query=${encodeURIComponent('mutation { cancelOrder(id: "x") { id } }')}`;
+    const res = await server.http.get(path).set({ accept: 'application/json' });
     assert.equal(res.status, 405);
-    assert.equal(res.headers.get('allow'), 'POST');
-    const body = (await res.json()) as { data?: unknown; errors: unknown[] };
+    assert.equal(res.get('allow'), 'POST');
+    const body = res.body as { data?: unknown; errors: unknown[] };
     assert.equal(body.data, undefined);
     assert.equal(body.errors.length, 1);
   });
 
   test('refuses other methods with 405 and Allow', async () => {
-    const res = await fetch(`${server.url}/graphql`, { method: 'PUT', headers: { accept: 'application/json' } });
+    const res = await server.http.put('/graphql').set({ accept: 'application/json' });
     assert.equal(res.status, 405);
-    assert.equal(res.headers.get('allow'), 'GET, POST');
+    assert.equal(res.get('allow'), 'GET, POST');
   });
 
   test('refuses a POST without a JSON content type with 415', async () => {
-    const res = await fetch(`${server.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'text/plain', accept: 'application/json' },
-      body: '{ __typename }',
-    });
+    const res = await server.http
+      .post('/graphql')
+      .set({ 'content-type': 'text/plain', accept: 'application/json' })
+      .send('{ __typename }');
     assert.equal(res.status, 415);
-    assert.deepEqual(await res.json(), {
+    assert.deepEqual(res.body, {
       errors: [
         {
           message: 'POST requests must send Content-Type: application/json.',
@@ -78,26 +75,24 @@ describe('GraphQL over HTTP', () => {
   });
 
   test('refuses a body over 100 kB with 413', async () => {
-    const res = await fetch(`${server.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({ query: `{ __typename }${' '.repeat(110_000)}` }),
-    });
+    const res = await server.http
+      .post('/graphql')
+      .set({ 'content-type': 'application/json', accept: 'application/json' })
+      .send(JSON.stringify({ query: `{ __typename }${' '.repeat(110_000)}` }));
     assert.equal(res.status, 413);
     assert.equal(
-      ((await res.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code,
+      (res.body as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code,
       'PAYLOAD_TOO_LARGE',
     );
   });
 
   test('refuses batched requests with a clear error', async () => {
-    const res = await fetch(`${server.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify([{ query: '{ __typename }' }]),
-    });
+    const res = await server.http
+      .post('/graphql')
+      .set({ 'content-type': 'application/json', accept: 'application/json' })
+      .send(JSON.stringify([{ query: '{ __typename }' }]));
     assert.equal(res.status, 400);
-    assert.deepEqual(await res.json(), {
+    assert.deepEqual(res.body, {
       errors: [
         {
           message: 'Batched requests are not supported; send one operation per request.',
@@ -108,21 +103,21 @@ describe('GraphQL over HTTP', () => {
   });
 
   test('serves public data over a plain GET with a shared-cache Cache-Control', async () => {
-    const res = await fetch(`${server.url}/graphql?query=${encodeURIComponent('{ products { sku priceCents } }')}`);
+    const res = await server.http.get(`/graphql?query=${encodeURIComponent('{ products { sku priceCents } }')}`);
     assert.equal(res.status, 200);
-    assert.equal(res.headers.get('cache-control'), 'max-age=300, public');
-    assert.match(res.headers.get('vary') ?? '', /Accept/);
-    const body = (await res.json()) as { data: { products: { sku: string }[] } };
+    assert.equal(res.get('cache-control'), 'max-age=300, public');
+    assert.match(res.get('vary') ?? '', /Accept/);
+    const body = res.body as { data: { products: { sku: string }[] } };
     assert.equal(body.data.products.length, 20);
   });
 
   test('marks responses holding private data uncacheable', async () => {
     const token = await server.token('alice');
-    const res = await fetch(`${server.url}/graphql?query=${encodeURIComponent('{ recentOrders(first: 1) { id } }')}`, {
-      headers: { authorization: `Bearer ${token}` },
-    });
+    const res = await server.http
+      .get(`/graphql?query=${encodeURIComponent('{ recentOrders(first: 1) { id } }')}`)
+      .set({ authorization: `Bearer ${token}` });
     assert.equal(res.status, 200);
-    assert.equal(res.headers.get('cache-control'), 'no-store');
+    assert.equal(res.get('cache-control'), 'no-store');
   });
 
   test('serves automatic persisted queries over GET, as mobile clients send them', async () => {
@@ -131,45 +126,44 @@ describe('GraphQL over HTTP', () => {
     const query = `query Apq_${randomUUID().replace(/-/g, '')} { products { sku name } }`;
     const sha256Hash = createHash('sha256').update(query).digest('hex');
     const extensions = encodeURIComponent(JSON.stringify({ persistedQuery: { version: 1, sha256Hash } }));
-    const getUrl = `${server.url}/graphql?extensions=${extensions}`;
+    const getPath = `/graphql?extensions=${extensions}`;
     const headers = { 'apollo-require-preflight': 'true', accept: 'application/json' };
 
-    const miss = await fetch(getUrl, { headers });
+    const miss = await server.http.get(getPath).set(headers);
     assert.equal(miss.status, 200);
-    const missBody = (await miss.json()) as { errors: { extensions: { code: string } }[] };
+    const missBody = miss.body as { errors: { extensions: { code: string } }[] };
     assert.equal(missBody.errors[0]!.extensions.code, 'PERSISTED_QUERY_NOT_FOUND');
 
-    const register = await fetch(`${server.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({ query, extensions: { persistedQuery: { version: 1, sha256Hash } } }),
-    });
+    const register = await server.http
+      .post('/graphql')
+      .set({ 'content-type': 'application/json', accept: 'application/json' })
+      .send(JSON.stringify({ query, extensions: { persistedQuery: { version: 1, sha256Hash } } }));
     assert.equal(register.status, 200);
 
-    const hit = await fetch(getUrl, { headers });
+    const hit = await server.http.get(getPath).set(headers);
     assert.equal(hit.status, 200);
-    assert.equal(hit.headers.get('cache-control'), 'max-age=300, public');
-    const hitBody = (await hit.json()) as { data: { products: unknown[] } };
+    assert.equal(hit.get('cache-control'), 'max-age=300, public');
+    const hitBody = hit.body as { data: { products: unknown[] } };
     assert.equal(hitBody.data.products.length, 20);
   });
 
   test('refuses a cookie-bearing simple GET without a preflight header (CSRF), allows it with one', async () => {
-    const url = `${server.url}/graphql?query=${encodeURIComponent('{ products { sku } }')}`;
-    const blocked = await fetch(url, { headers: { cookie: 'orders_session=abc', accept: 'application/json' } });
+    const path = `/graphql?query=${encodeURIComponent('{ products { sku } }')}`;
+    const blocked = await server.http.get(path).set({ cookie: 'orders_session=abc', accept: 'application/json' });
     assert.equal(blocked.status, 400);
-    const body = (await blocked.json()) as { errors: { extensions: { code: string } }[] };
+    const body = blocked.body as { errors: { extensions: { code: string } }[] };
     assert.equal(body.errors[0]!.extensions.code, 'BAD_REQUEST');
 
-    const allowed = await fetch(url, {
-      headers: { cookie: 'sid=abc', accept: 'application/json', 'apollo-require-preflight': 'true' },
-    });
+    const allowed = await server.http
+      .get(path)
+      .set({ cookie: 'sid=abc', accept: 'application/json', 'apollo-require-preflight': 'true' });
     assert.equal(allowed.status, 200);
   });
 
   test('serves the Sandbox landing page to a browser outside production', async () => {
-    const res = await fetch(`${server.url}/graphql`, { headers: { accept: 'text/html' } });
+    const res = await server.http.get('/graphql').set({ accept: 'text/html' });
     assert.equal(res.status, 200);
-    assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
-    assert.match(await res.text(), /embeddable-sandbox|Apollo Sandbox/i);
+    assert.match(res.get('content-type') ?? '', /^text\/html/);
+    assert.match(res.text, /embeddable-sandbox|Apollo Sandbox/i);
   });
 });

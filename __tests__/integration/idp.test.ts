@@ -1,4 +1,4 @@
-import { test, describe, before, after } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -16,6 +16,8 @@ import { migrate } from '../../src/store/migrations.js';
 import { createEmbeddedIdp } from '../../src/auth/embeddedIdp.js';
 import type { EmbeddedIdp } from '../../src/auth/embeddedIdp.js';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
+import { send } from '../helpers/http.js';
+import { testDataDir } from '../helpers/testRun.js';
 
 const run = promisify(execFile);
 const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -23,13 +25,15 @@ const JWT_PATTERN = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 describe('embedded IdP', () => {
   let db: Database;
+  let dataDir: ReturnType<typeof testDataDir>;
   let server: Server;
   let idp: EmbeddedIdp;
   let publicUrl: string;
   let issuer: string;
 
-  before(async () => {
-    db = await openDatabase({ kind: 'pglite', dataDir: 'memory' });
+  beforeAll(async () => {
+    dataDir = testDataDir();
+    db = await openDatabase({ kind: 'pglite', dataDir: dataDir.dataDir });
     await migrate(db);
 
     server = createServer();
@@ -50,11 +54,12 @@ describe('embedded IdP', () => {
     server.on('request', app);
   });
 
-  after(async () => {
+  afterAll(async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     await idp.close();
     await db.close();
+    dataDir.remove();
   });
 
   async function verifyAccessToken(token: string) {
@@ -79,14 +84,14 @@ describe('embedded IdP', () => {
         : {}),
       ...params,
     }).toString();
-    return fetch(url, { redirect: 'manual' });
+    return send(url, { redirect: 'manual' });
   }
 
   /** A browser stand-in: keeps cookies and follows redirects while they stay on the IdP. */
   function browser() {
     const cookies = new Map<string, string>();
-    async function send(url: string | URL, form?: Record<string, string>): Promise<Response> {
-      const response = await fetch(url, {
+    async function exchange(url: string | URL, form?: Record<string, string>): Promise<Response> {
+      const response = await send(url, {
         method: form ? 'POST' : 'GET',
         headers: {
           cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; '),
@@ -104,11 +109,11 @@ describe('embedded IdP', () => {
     }
     /** Sends, then follows redirects on the IdP; returns the first page, or the redirect that leaves the IdP. */
     async function go(url: string | URL, form?: Record<string, string>): Promise<Response> {
-      let response = await send(url, form);
+      let response = await exchange(url, form);
       while (response.status === 303 || response.status === 302) {
         const next = new URL(response.headers.get('location')!, response.url);
         if (!next.href.startsWith(issuer)) return response;
-        response = await send(next);
+        response = await exchange(next);
       }
       return response;
     }
@@ -138,7 +143,7 @@ describe('embedded IdP', () => {
 
     // First-party apps get a refresh token; refreshed access tokens are for the API too.
     assert.ok(tokens.refreshToken);
-    const refreshed = await fetch(`${issuer}/token`, {
+    const refreshed = await send(`${issuer}/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({
@@ -181,7 +186,7 @@ describe('embedded IdP', () => {
       .map((c) => c.split(';')[0])
       .join('; ');
 
-    const page = await fetch(interactionUrl, { headers: { cookie } });
+    const page = await send(interactionUrl, { headers: { cookie } });
     assert.equal(page.status, 200);
     assert.equal(page.headers.get('cache-control'), 'no-store');
     const html = await page.text();
@@ -191,7 +196,7 @@ describe('embedded IdP', () => {
     assert.match(html, /<button type="submit">Sign in<\/button>/);
     assert.ok(html.includes(`action="${interactionUrl.pathname}/login"`));
 
-    const rejected = await fetch(`${interactionUrl.href}/login`, {
+    const rejected = await send(`${interactionUrl.href}/login`, {
       method: 'POST',
       headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ username: 'alice', password: 'wrong' }),
@@ -205,7 +210,7 @@ describe('embedded IdP', () => {
     assert.match(retry, /name="username"[^>]*value="alice"/);
     assert.doesNotMatch(retry, /value="wrong"/);
 
-    const unknownUser = await fetch(`${interactionUrl.href}/login`, {
+    const unknownUser = await send(`${interactionUrl.href}/login`, {
       method: 'POST',
       headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ username: 'mallory', password: 'mallory' }),
@@ -304,7 +309,7 @@ describe('embedded IdP', () => {
     assert.equal(done.status, 303);
     assert.equal(done.headers.get('location'), replicaHome);
 
-    const refused = await fetch(
+    const refused = await send(
       `${issuer}/session/end?client_id=orders-web&post_logout_redirect_uri=${encodeURIComponent('https://evil.example/')}`,
       { redirect: 'manual' },
     );
@@ -313,7 +318,7 @@ describe('embedded IdP', () => {
   });
 
   test('discovery advertises S256 only and PKCE is required', async () => {
-    const discovery = await fetch(`${issuer}/.well-known/openid-configuration`);
+    const discovery = await send(`${issuer}/.well-known/openid-configuration`);
     assert.equal(discovery.status, 200);
     const metadata = (await discovery.json()) as Record<string, unknown>;
     assert.equal(metadata.issuer, issuer);

@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { request, type IncomingMessage } from 'node:http';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
+import { http } from '../helpers/http.js';
+import { testDataDir } from '../helpers/testRun.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -37,47 +39,59 @@ function logWatcher(child: ChildProcessWithoutNullStreams) {
   });
   return {
     waitFor: (msg: string) => new Promise<Record<string, unknown>>((resolve) => waiters.push({ msg, resolve })),
+    /** Resolves once the log holds a line matching `pattern` (at once if it already does). */
+    waitForText: (pattern: RegExp) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (!pattern.test(text)) return;
+          child.stdout.off('data', check);
+          resolve();
+        };
+        child.stdout.on('data', check);
+        check();
+      }),
     all: () => text,
   };
 }
 
 describe('the server process', () => {
   let child: ChildProcessWithoutNullStreams;
+  const dataDir = testDataDir();
   let logs: ReturnType<typeof logWatcher>;
   let url: string;
-  before(async () => {
-    child = spawnMain({ PORT: '0', DATA_DIR: 'memory', LOG_LEVEL: 'info', NODE_ENV: 'development' });
+  beforeAll(async () => {
+    child = spawnMain({ PORT: '0', DATA_DIR: dataDir.dataDir, LOG_LEVEL: 'info', NODE_ENV: 'development' });
     logs = logWatcher(child);
     const started = await logs.waitFor('orders-api listening');
     url = String(started.url);
   });
-  after(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+  afterAll(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      await exited;
+    }
+    dataDir.remove();
   });
 
   test('answers /healthz and /readyz', async () => {
-    const health = await fetch(`${url}/healthz`);
+    const health = await http(url).get('/healthz');
     assert.equal(health.status, 200);
-    assert.deepEqual(await health.json(), { status: 'ok' });
-    const ready = await fetch(`${url}/readyz`);
+    assert.deepEqual(health.body, { status: 'ok' });
+    const ready = await http(url).get('/readyz');
     assert.equal(ready.status, 200);
-    assert.deepEqual(await ready.json(), { status: 'ready' });
+    assert.deepEqual(ready.body, { status: 'ready' });
   });
 
   test('echoes a request id and logs requests without credentials', async () => {
     const { accessToken } = await loginWithPkce({ issuer: `${url}/idp`, username: 'alice', password: 'alice' });
-    const res = await fetch(`${url}/graphql`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        authorization: `Bearer ${accessToken}`,
-        'x-request-id': 'trace-123',
-      },
-      body: JSON.stringify({ query: '{ recentOrders(first: 1) { id } }' }),
-    });
+    const res = await http(url)
+      .post('/graphql')
+      .set({ 'content-type': 'application/json', authorization: `Bearer ${accessToken}`, 'x-request-id': 'trace-123' })
+      .send(JSON.stringify({ query: '{ recentOrders(first: 1) { id } }' }));
     assert.equal(res.status, 200);
-    assert.equal(res.headers.get('x-request-id'), 'trace-123');
-    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(res.get('x-request-id'), 'trace-123');
+    await logs.waitForText(/"id":"trace-123"[^\n]*"msg":"request completed"/);
     assert.match(logs.all(), /"id":"trace-123"/);
     assert.doesNotMatch(logs.all(), new RegExp(accessToken.split('.')[2]!));
     assert.doesNotMatch(logs.all(), /"password"\s*:\s*"alice"/);
@@ -85,13 +99,19 @@ describe('the server process', () => {
 
   test('on SIGTERM it finishes the request in flight, then exits 0', async () => {
     const body = JSON.stringify({ query: '{ products { sku } }' });
+    // Expect: 100-continue makes the server say when it has the request: it is then in flight, its body pending.
     const req = request(`${url}/graphql`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      headers: {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        expect: '100-continue',
+      },
     });
     const response = once(req, 'response');
-    req.write(body.slice(0, 10)); // the request is now in flight, waiting for the rest of its body
-    await new Promise((r) => setTimeout(r, 200));
+    req.flushHeaders();
+    await once(req, 'continue');
+    req.write(body.slice(0, 10));
     child.kill('SIGTERM');
     await logs.waitFor('draining');
     req.end(body.slice(10));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { rest } from '../helpers/openapi.js';
 import { startReplicas, stopReplicas, type TestServer } from '../helpers/server.js';
 
@@ -9,11 +9,11 @@ describe('REST under concurrency, two app instances on one database', () => {
   let b: TestServer;
   let alice: string;
   let carol: string;
-  before(async () => {
+  beforeAll(async () => {
     ({ a, b } = await startReplicas());
     ({ alice, carol } = await a.users());
   });
-  after(() => stopReplicas({ a, b }));
+  afterAll(() => stopReplicas({ a, b }));
 
   test('50 concurrent POSTs with one key across both instances create exactly one order', async () => {
     const key = randomUUID();

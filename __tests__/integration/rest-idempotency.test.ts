@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { rest } from '../helpers/openapi.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -10,11 +10,11 @@ describe('Idempotency-Key on order creation', () => {
   let server: TestServer;
   let alice: string;
   let bob: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     [alice, bob] = await Promise.all([server.token('alice'), server.token('bob')]);
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   const post = (token: string, key: string | undefined, body: unknown = { items }) =>
     rest(server.url, 'POST', '/orders', { token, body, headers: key === undefined ? {} : { 'idempotency-key': key } });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { openapiDocument } from '../../src/http/rest/openapi.js';
 import { rest, type RestResponse } from '../helpers/openapi.js';
@@ -30,11 +30,11 @@ describe('REST orders', () => {
   let alice: string;
   let bob: string;
   let carol: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     ({ alice, bob, carol } = await server.users());
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   const call = (method: string, path: string, opts: Parameters<typeof rest>[3] = {}) =>
     rest(server.url, method, path, opts);
@@ -57,9 +57,9 @@ describe('REST orders', () => {
     const result = await new Validator().validate(openapiDocument as unknown as Record<string, unknown>);
     assert.deepEqual(result.errors, undefined);
     assert.equal(result.valid, true);
-    const served = await fetch(`${server.url}/v1/openapi.json`);
+    const served = await server.http.get('/v1/openapi.json');
     assert.equal(served.status, 200);
-    assert.deepEqual(await served.json(), JSON.parse(JSON.stringify(openapiDocument)));
+    assert.deepEqual(served.body, JSON.parse(JSON.stringify(openapiDocument)));
   });
 
   test('POST creates an order: 201, Location, ETag and the representation', async () => {
@@ -385,9 +385,9 @@ describe('REST orders', () => {
     assert.equal(res.headers.get('allow'), 'GET, HEAD, PATCH, PUT, DELETE');
     const put = await call('PUT', '/orders', { token: alice, body: {} });
     assert.equal(put.headers.get('allow'), 'GET, HEAD, POST');
-    const unknown = await fetch(`${server.url}/v1/customers`, { headers: { authorization: `Bearer ${alice}` } });
+    const unknown = await server.http.get('/v1/customers').set({ authorization: `Bearer ${alice}` });
     assert.equal(unknown.status, 404);
-    assert.equal(((await unknown.json()) as ProblemBody).code, 'ROUTE_NOT_FOUND');
+    assert.equal((unknown.body as ProblemBody).code, 'ROUTE_NOT_FOUND');
   });
 
   test('no credentials: 401 with a Bearer challenge; a bad token: 401 invalid_token', async () => {
@@ -438,11 +438,11 @@ describe('REST orders', () => {
   });
 
   test('every problem type has a human page', async () => {
-    const res = await fetch(`${server.url}/problems/precondition-failed`);
+    const res = await server.http.get('/problems/precondition-failed');
     assert.equal(res.status, 200);
-    assert.match(res.headers.get('content-type')!, /^text\/html/);
-    assert.match(await res.text(), /<h1>Precondition failed<\/h1>/);
-    assert.equal((await fetch(`${server.url}/problems/nope`)).status, 404);
+    assert.match(res.get('content-type')!, /^text\/html/);
+    assert.match(res.text, /<h1>Precondition failed<\/h1>/);
+    assert.equal((await server.http.get('/problems/nope')).status, 404);
   });
 });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { createClient } from 'graphql-sse';
 import { rest } from '../helpers/openapi.js';
 import { startReplicas, stopReplicas, type TestServer } from '../helpers/server.js';
@@ -51,11 +51,11 @@ describe('subscriptions over server-sent events (graphql-sse)', () => {
   let b: TestServer;
   let alice: string;
   let carol: string;
-  before(async () => {
+  beforeAll(async () => {
     ({ a, b } = await startReplicas());
     ({ alice, carol } = await a.users());
   });
-  after(() => stopReplicas({ a, b }));
+  afterAll(() => stopReplicas({ a, b }));
 
   const place = async () => {
     const res = await rest(a.url, 'POST', '/orders', {
@@ -76,8 +76,9 @@ describe('subscriptions over server-sent events (graphql-sse)', () => {
 
   test('after a drop, Last-Event-ID on the other instance replays exactly the missed events, then live ones', async () => {
     const [first, second] = await Promise.all([place(), place()]);
+    const listening = a.nextSubscription();
     const before = listen(a.url, alice);
-    await new Promise((r) => setTimeout(r, 300));
+    await listening;
     await setStatus(a, first.id, 'paid');
     await before.next(1);
     const seen = before.received[0]!;
@@ -115,8 +116,9 @@ describe('subscriptions over server-sent events (graphql-sse)', () => {
 
   test('the single-connection mode delivers events too', async () => {
     const order = await place();
+    const listening = a.nextSubscription();
     const stream = listen(a.url, alice, { singleConnection: true });
-    await new Promise((r) => setTimeout(r, 300));
+    await listening;
     await setStatus(a, order.id, 'cancelled');
     await stream.next(1);
     assert.deepEqual(stream.received[0]!.data, { orderUpdated: { id: order.id, status: 'cancelled' } });
@@ -124,16 +126,11 @@ describe('subscriptions over server-sent events (graphql-sse)', () => {
   });
 
   test('an invalid token is refused with 401 before any stream opens', async () => {
-    const res = await fetch(`${a.url}/graphql/stream`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-        authorization: `Bearer ${alice}x`,
-      },
-      body: JSON.stringify({ query: 'subscription { orderCreated { id } }' }),
-    });
+    const res = await a.http
+      .post('/graphql/stream')
+      .set({ 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${alice}x` })
+      .send(JSON.stringify({ query: 'subscription { orderCreated { id } }' }));
     assert.equal(res.status, 401);
-    assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+    assert.match(res.get('www-authenticate') ?? '', /error="invalid_token"/);
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import WebSocket from 'ws';
 import { rest } from '../helpers/openapi.js';
@@ -16,11 +16,11 @@ describe('subscriptions over WebSocket (graphql-ws)', () => {
   let alice: string;
   let bob: string;
   let carol: string;
-  before(async () => {
+  beforeAll(async () => {
     ({ a, b } = await startReplicas());
     ({ alice, bob, carol } = await a.users());
   });
-  after(() => stopReplicas({ a, b }));
+  afterAll(() => stopReplicas({ a, b }));
 
   const place = async (server: TestServer, token: string) => {
     const res = await rest(server.url, 'POST', '/orders', {
@@ -36,9 +36,10 @@ describe('subscriptions over WebSocket (graphql-ws)', () => {
     const order = await place(a, alice);
     const sub = subscriber(a.url, alice);
     await sub.connected();
+    // The subscription is live once the server has registered it with its event bus.
+    const listening = a.nextSubscription();
     const stream = sub.subscribe(UPDATED, { id: order.id });
-    // The subscription is live once the server has it registered; a no-op round trip makes sure.
-    await new Promise((r) => setTimeout(r, 100));
+    await listening;
     const patched = await rest(b.url, 'PATCH', `/orders/${order.id}`, {
       token: alice,
       body: { status: 'cancelled' },
@@ -58,9 +59,12 @@ describe('subscriptions over WebSocket (graphql-ws)', () => {
     const aliceSub = subscriber(a.url, alice);
     const carolSub = subscriber(a.url, carol);
     await Promise.all([aliceSub.connected(), carolSub.connected()]);
+    const aliceListening = a.nextSubscription();
     const aliceStream = aliceSub.subscribe(CREATED);
+    await aliceListening;
+    const carolListening = a.nextSubscription();
     const carolStream = carolSub.subscribe(CREATED);
-    await new Promise((r) => setTimeout(r, 100));
+    await carolListening;
     const bobs = await place(a, bob);
     const alices = await place(b, alice);
     await carolStream.next(2);
@@ -151,7 +155,8 @@ describe('subscriptions over WebSocket (graphql-ws)', () => {
   });
 
   test('shutdown closes subscribers with 1001 (going away)', async () => {
-    const own = await startTestServer();
+    // A third instance over the same database, so that shutting it down leaves A and B serving.
+    const own = await startTestServer({}, { sameDatabaseAs: a });
     const token = await own.token('alice');
     const sub = subscriber(own.url, token);
     await sub.connected();

@@ -1,4 +1,4 @@
-import { describe, test } from 'node:test';
+import { describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { safeReturnTo } from '../../src/http/authRoutes.js';
 import { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from '../../src/http/cookies.js';

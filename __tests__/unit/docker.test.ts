@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { describe, test } from 'node:test';
+import { describe, test } from '@jest/globals';
 import { parse } from 'yaml';
 
 // No Docker engine runs here, so the image and compose files are checked statically.

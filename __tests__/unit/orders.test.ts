@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test } from '@jest/globals';
 import { DomainError } from '../../src/domain/errors.js';
 import { orderEtag } from '../../src/domain/etags.js';
 import { isValidIdempotencyKey } from '../../src/domain/orderService.js';

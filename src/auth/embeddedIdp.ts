@@ -12,7 +12,7 @@ import { interactionRoutes } from './idp/interactions.js';
 import { loadOrCreateSecrets, toPublicJwks } from './idp/keys.js';
 import { errorPage, loggedOutPage, logoutPage } from './idp/pages.js';
 import { createSigninThrottle } from './idp/signinThrottle.js';
-import { findUserBySubject, seedDemoUsers } from './idp/users.js';
+import { findUserBySubject, seedDemoUsers, type Argon2Params } from './idp/users.js';
 
 export interface EmbeddedIdp {
   /** Express router to mount with app.use('/idp', idp.router). Contains the interaction (login/consent) routes and then provider.callback(). */
@@ -38,6 +38,8 @@ export interface EmbeddedIdpOptions {
   redis?: Redis;
   /** How long repeated failures lock a username or address (SIGNIN_LOCK_S). */
   signinLockSeconds?: number;
+  /** Argon2 cost for the demo users' password hashes; cheaper only under NODE_ENV=test (argon2Params). */
+  passwordHashing?: Argon2Params;
 }
 
 /** Scopes of the orders API; they live on its resource server, not among the OIDC scopes. */
@@ -68,7 +70,7 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
   const basePath = new URL(issuer).pathname.replace(/\/+$/, '');
 
   const secrets = await loadOrCreateSecrets(db);
-  await seedDemoUsers(db);
+  await seedDemoUsers(db, opts.passwordHashing);
 
   // Resource indicators must be absolute URIs; a bare audience such as 'orders-api' becomes a URN.
   const resourceIndicator = URL.canParse(audience) ? audience : `urn:${encodeURIComponent(audience)}`;

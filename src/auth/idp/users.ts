@@ -31,12 +31,27 @@ const DEMO_USERS: readonly IdpUser[] = [
   { username: 'carol', subject: 'carol', name: 'Carol Clark', email: 'carol@example.com', roles: ['staff'] },
 ];
 
-export function hashPassword(password: string): Promise<string> {
-  return hash(password, { algorithm: ARGON2ID });
+export interface Argon2Params {
+  readonly memoryCost: number;
+  readonly timeCost: number;
+  readonly parallelism: number;
+}
+
+/** OWASP's Argon2id baseline (19 MiB, 2 passes, 1 lane): every environment but the test suite. */
+export const ARGON2_PARAMS: Argon2Params = Object.freeze({ memoryCost: 19456, timeCost: 2, parallelism: 1 });
+// Tests hash and verify demo passwords hundreds of times; these hashes guard nothing.
+const TEST_ARGON2_PARAMS: Argon2Params = Object.freeze({ memoryCost: 1024, timeCost: 1, parallelism: 1 });
+
+export function argon2Params(nodeEnv: 'development' | 'test' | 'production'): Argon2Params {
+  return nodeEnv === 'test' ? TEST_ARGON2_PARAMS : ARGON2_PARAMS;
+}
+
+export function hashPassword(password: string, params: Argon2Params = ARGON2_PARAMS): Promise<string> {
+  return hash(password, { algorithm: ARGON2ID, ...params });
 }
 
 /** Inserts the demo accounts that are missing; existing rows (and changed passwords) are left alone. */
-export async function seedDemoUsers(db: Database): Promise<void> {
+export async function seedDemoUsers(db: Database, params: Argon2Params = ARGON2_PARAMS): Promise<void> {
   const present = new Set(
     (await db.query<{ username: string }>('select username from idp_users')).map((row) => row.username),
   );
@@ -52,7 +67,7 @@ export async function seedDemoUsers(db: Database): Promise<void> {
         user.name,
         user.email,
         JSON.stringify(user.roles),
-        await hashPassword(user.username),
+        await hashPassword(user.username, params),
       ],
     );
   }

@@ -1,0 +1,20 @@
+// Jest runs the TypeScript sources as native ES modules (jose, openid-client and oidc-provider ship only as ESM):
+// `npm test` sets NODE_OPTIONS=--experimental-vm-modules, and ts-jest (`useESM`) strips the types.
+// `npm test` runs __tests__/unit and __tests__/integration; test:prod, test:topology and test:faults pass
+// --testMatch for their own folder.
+export default {
+  testEnvironment: 'node',
+  testMatch: ['<rootDir>/__tests__/{unit,integration}/**/*.test.ts'],
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: {
+    // tsconfig.json sets isolatedModules, so ts-jest transpiles file by file (no type-check: `npm run typecheck` does).
+    '^.+\\.ts$': ['ts-jest', { useESM: true }],
+  },
+  // Sources import './x.js' (NodeNext); the file on disk is './x.ts'.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  globalSetup: '<rootDir>/__tests__/helpers/globalSetup.mjs',
+  globalTeardown: '<rootDir>/__tests__/helpers/globalTeardown.mjs',
+  // Generous: only a hung test should ever reach it, also on a loaded machine.
+  testTimeout: 120_000,
+  maxWorkers: 2,
+};
