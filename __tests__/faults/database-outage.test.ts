@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
 import { startPostgres, type PostgresCluster } from '../helpers/infra.js';
@@ -15,7 +15,7 @@ describe('PostgreSQL stopped under load', () => {
   let replica: Replica;
   let auth: string;
   let orderId: string;
-  before(async () => {
+  beforeAll(async () => {
     pg = await startPostgres();
     replica = await startReplica({ DATABASE_URL: pg.url });
     const { accessToken } = await loginWithPkce({ issuer: `${replica.url}/idp`, username: 'alice', password: 'alice' });
@@ -28,7 +28,7 @@ describe('PostgreSQL stopped under load', () => {
       .expect(201);
     orderId = (res.body as { id: string }).id;
   });
-  after(async () => {
+  afterAll(async () => {
     await replica?.stop('SIGKILL');
     await pg?.destroy();
   });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import pg from 'pg';
 import request from 'supertest';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
@@ -12,12 +12,12 @@ const ITEMS = [{ sku: 'DL-009', qty: 2 }];
 
 let cluster: PostgresCluster;
 let db: pg.Client;
-before(async () => {
+beforeAll(async () => {
   cluster = await startPostgres();
   db = new pg.Client({ connectionString: cluster.url });
   await db.connect();
 });
-after(async () => {
+afterAll(async () => {
   await db?.end();
   await cluster?.destroy();
 });
@@ -32,7 +32,7 @@ const createOrder = (url: string, auth: string, key: string) =>
 
 describe('SIGKILL during 50 concurrent keyed POSTs', () => {
   let replica: Replica;
-  after(() => replica?.stop('SIGKILL'));
+  afterAll(() => replica?.stop('SIGKILL'));
 
   test('every 201 the client saw is stored once, nothing is half-written, and retries complete exactly once', async () => {
     replica = await startReplica({ DATABASE_URL: cluster.url });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
@@ -27,10 +27,10 @@ const readiness = async (replica: Replica) => (await request(replica.url).get('/
 
 let pg: PostgresCluster;
 let auth: string;
-before(async () => {
+beforeAll(async () => {
   pg = await startPostgres();
 });
-after(() => pg?.destroy());
+afterAll(() => pg?.destroy());
 
 async function placeOrder(url: string) {
   const res = await request(url)
@@ -48,7 +48,7 @@ describe('Redis stopped while two replicas run', () => {
   let b: Replica;
   let sub: ReturnType<typeof subscriber>;
   let created: ReturnType<ReturnType<typeof subscriber>['subscribe']>;
-  before(async () => {
+  beforeAll(async () => {
     redis = await startRedis();
     a = await startReplica({ DATABASE_URL: pg.url, REDIS_URL: redis.url });
     b = await startReplica({ DATABASE_URL: pg.url, REDIS_URL: redis.url, OIDC_ISSUER: `${a.url}/idp` });
@@ -58,7 +58,7 @@ describe('Redis stopped while two replicas run', () => {
     await sub.connected();
     created = sub.subscribe('subscription { orderCreated { id } }');
   });
-  after(async () => {
+  afterAll(async () => {
     await sub?.dispose();
     await Promise.all([a?.stop('SIGKILL'), b?.stop('SIGKILL')]);
     await redis?.stop();
@@ -108,11 +108,11 @@ describe('Redis stopped while two replicas run', () => {
 describe('a replica that starts while Redis is down', () => {
   let redis: RedisServer;
   let c: Replica;
-  before(async () => {
+  beforeAll(async () => {
     redis = await startRedis({ started: false });
     c = await startReplica({ DATABASE_URL: pg.url, REDIS_URL: redis.url });
   });
-  after(async () => {
+  afterAll(async () => {
     await c?.stop('SIGKILL');
     await redis?.stop();
   });

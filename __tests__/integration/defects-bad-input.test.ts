@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -38,7 +38,7 @@ describe('hostile input to REST answers 4xx problem details, never 500', () => {
   let alice: string;
   let carol: string;
   let orderId: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     ({ alice, carol } = await server.users());
     const res = await request(server.url)
@@ -50,7 +50,7 @@ describe('hostile input to REST answers 4xx problem details, never 500', () => {
       .expect(201);
     orderId = (res.body as { id: string }).id;
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   const list = (cursor: string) =>
     request(server.url).get('/v1/orders').query({ cursor }).set('authorization', `Bearer ${alice}`);
@@ -210,10 +210,10 @@ describe('hostile input to REST answers 4xx problem details, never 500', () => {
 
 describe('a body GraphQL cannot read is a GraphQL 400, not a 500', () => {
   let server: TestServer;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   for (const path of ['/graphql', '/graphql/stream']) {
     for (const encoding of ['gzip', 'deflate', 'br']) {

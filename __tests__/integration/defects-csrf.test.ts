@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { WebClient, signIn } from '../helpers/webClient.js';
@@ -31,14 +31,14 @@ function assertForgeryRefused(res: request.Response) {
 describe('one cookie-CSRF rule for /graphql and /graphql/stream, keyed on the session cookie', () => {
   let server: TestServer;
   let session: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     const browser = new WebClient();
     const { response } = await signIn(browser, server.running.publicUrl, 'alice');
     assert.equal(response.status, 303);
     session = `${SESSION}=${browser.cookie(server.running.publicUrl, SESSION)!}`;
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   test('a browser holding an unrelated theme=dark cookie reads public products with a simple GET /graphql', async () => {
     const res = await request(server.url)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { createClient } from 'graphql-sse';
 import request from 'supertest';
 import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
@@ -71,11 +71,11 @@ describe('SSE resume orders events by number, not by their text', () => {
   let server: TestServer;
   let alice: string;
   let carol: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     ({ alice, carol } = await server.users());
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   for (const boundary of BOUNDARIES) {
     test(`Last-Event-ID just below ${boundary} replays ${boundary - 5}…${boundary + 4} in id order`, async () => {
@@ -113,16 +113,17 @@ describe('a Last-Event-ID past the bigint range', () => {
   let server: TestServer;
   let alice: string;
   let carol: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     ({ alice, carol } = await server.users());
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   for (const lastEventId of ['9223372036854775808', '9999999999999999999']) {
     test(`Last-Event-ID ${lastEventId} is ignored like any malformed one: live events still arrive`, async () => {
       const query = encodeURIComponent('subscription { orderCreated { id } }');
       const controller = new AbortController();
+      // A real streaming client: the SSE body is read as it arrives.
       const res = await fetch(`${server.url}/graphql/stream?query=${query}`, {
         headers: { authorization: `Bearer ${carol}`, accept: 'text/event-stream', 'last-event-id': lastEventId },
         signal: controller.signal,
@@ -142,12 +143,12 @@ describe('a replica without Redis catches up by polling, across digit boundaries
   let b: TestServer;
   let alice: string;
   let carol: string;
-  before(async () => {
+  beforeAll(async () => {
     // No Redis: the PostgreSQL poll is the only path from A to B, and a short interval keeps the test quick.
     ({ a, b } = await startReplicas({ REDIS_URL: '', EVENT_POLL_MS: '50' }));
     ({ alice, carol } = await a.users());
   });
-  after(() => stopReplicas({ a, b }));
+  afterAll(() => stopReplicas({ a, b }));
 
   test('B delivers every event A wrote across 9→10, 99→100 and 999→1000, once each, in id order', async () => {
     const sub = subscriber(b.url, carol);

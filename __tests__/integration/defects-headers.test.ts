@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { WebClient, location, signIn, startLogin } from '../helpers/webClient.js';
@@ -16,12 +16,12 @@ describe('security headers on every response, framing refused for every page', (
   let server: TestServer;
   let base: string;
   let issuer: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     base = server.running.publicUrl;
     issuer = server.running.app.issuer;
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   for (const [method, path, accept] of [
     ['GET', '/', 'application/json'],
@@ -105,11 +105,11 @@ describe('security headers on every response, framing refused for every page', (
 describe('behind a trusted proxy, a forged X-Forwarded-Host does not move the issuer', () => {
   let server: TestServer;
   let issuer: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer({ TRUST_PROXY: 'true' });
     issuer = server.running.app.issuer;
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   for (const headers of [
     { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { WebClient, signIn } from '../helpers/webClient.js';
@@ -52,11 +52,11 @@ function assertStaysOnSite(value: string | null, base: string, label: string) {
 describe('sign-in sends the browser back only to a path on this site', () => {
   let server: TestServer;
   let base: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     base = server.running.publicUrl;
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   for (const returnTo of HOSTILE) {
     test(`returnTo ${JSON.stringify(returnTo)} is refused or lands on this site after signing in`, async () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import request from 'supertest';
 import { ath, dpopLogin, makeProof, rawProof, type DpopSession, type ProofOptions } from '../helpers/dpop.js';
@@ -11,12 +11,12 @@ describe('DPoP proofs: each way a proof can be wrong is refused with invalid_dpo
   let server: TestServer;
   let session: DpopSession;
   let htu: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     session = await dpopLogin(server.running.app.issuer, 'alice');
     htu = `${server.running.publicUrl}/v1/orders`;
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   const proof = (opts: Partial<ProofOptions> = {}, keyPair = session.keyPair) =>
     makeProof(keyPair, { htm: 'GET', htu, token: session.token, ...opts });
@@ -147,7 +147,7 @@ describe('DPoP proofs: each way a proof can be wrong is refused with invalid_dpo
 
   describe('each allowed algorithm works, others do not', () => {
     let signingKey: JWK;
-    before(async () => {
+    beforeAll(async () => {
       const [row] = await server.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
       signingKey = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
     });

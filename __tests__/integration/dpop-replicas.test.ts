@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { calculateJwkThumbprint, exportJWK } from 'jose';
 import request from 'supertest';
 import { dpopLogin, makeProof, type DpopSession } from '../helpers/dpop.js';
@@ -17,7 +17,7 @@ for (const store of STORES) {
     let b: TestServer;
     let session: DpopSession;
     let htu: string;
-    before(async () => {
+    beforeAll(async () => {
       a = await startTestServer(env);
       // Both behind one load balancer: one PUBLIC_URL, so a proof's htu is valid at either replica.
       b = await startTestServer(
@@ -27,7 +27,7 @@ for (const store of STORES) {
       session = await dpopLogin(a.running.app.issuer, 'alice');
       htu = `${a.running.publicUrl}/v1/orders`;
     });
-    after(async () => {
+    afterAll(async () => {
       await b.close();
       await a.close();
     });

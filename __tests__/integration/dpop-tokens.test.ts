@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { calculateJwkThumbprint, decodeJwt, exportJWK } from 'jose';
 import request from 'supertest';
 import { dpopLogin, fetchWithDpop, makeProof, type DpopSession } from '../helpers/dpop.js';
@@ -19,12 +19,12 @@ describe('DPoP-bound access tokens (RFC 9449) at the resource server', () => {
   let publicUrl: string;
   let bound: DpopSession;
   let plain: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     publicUrl = server.running.publicUrl;
     [bound, plain] = await Promise.all([dpopLogin(server.running.app.issuer, 'alice'), server.token('alice')]);
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   test('the embedded IdP binds the token to the key openid-client proved at the token endpoint', async () => {
     assert.equal(bound.tokenType.toLowerCase(), 'dpop');

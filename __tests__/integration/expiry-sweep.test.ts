@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import pg from 'pg';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -10,11 +10,11 @@ const SWEEP_LOCK = 7251006;
 describe('expired rows are swept', () => {
   let server: TestServer;
   let alice: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     alice = await server.token('alice');
   });
-  after(() => server?.close());
+  afterAll(() => server?.close());
 
   const db = () => server.running.app.db;
   const createOrder = async (key: string) =>

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { codeOf, send, TRANSPORTS } from '../helpers/transports.js';
@@ -11,11 +11,11 @@ const POINTS = 5;
 describe('the GraphQL rate budget on every transport', () => {
   let server: TestServer;
   let users: { alice: string; bob: string; carol: string };
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer({ RATE_LIMIT_POINTS: String(POINTS), RATE_LIMIT_WINDOW_S: '600' });
     users = await server.users();
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   test('HTTP answers carry RateLimit-Policy and RateLimit, and 429 with Retry-After once the budget is spent', async () => {
     const auth = { authorization: `Bearer ${users.alice}` };
@@ -65,10 +65,10 @@ describe('the GraphQL rate budget on every transport', () => {
 
 describe('persisted queries (APQ) on every transport', () => {
   let server: TestServer;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer({ APQ_MAX_BYTES: '300', APQ_MAX_ENTRIES: '2' });
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   test('a response that shared caches may store carries no RateLimit fields', async () => {
     const res = await request(server.url).get('/graphql').query({ query: '{ products { sku } }' }).expect(200);

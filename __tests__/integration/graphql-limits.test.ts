@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { getIntrospectionQuery } from 'graphql';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { aliases, chainedFragments, createOrders, FAN_OUT } from '../helpers/hostile.js';
@@ -21,11 +21,11 @@ describe('GraphQL limits on every transport (development)', () => {
   let server: TestServer;
   let alice: string;
   let carol: string;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer();
     ({ alice, carol } = await server.users());
   });
-  after(() => server.close());
+  afterAll(() => server.close());
 
   /** Alice's newest order: a refused batch of createOrder must leave it as it was. */
   const newestOrder = async () => {

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { getIntrospectionQuery } from 'graphql';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -20,7 +20,7 @@ describe('GraphQL in production, on every transport', () => {
   let prod: TestServer;
   let trusted: TestServer;
   let alice: string;
-  before(async () => {
+  beforeAll(async () => {
     // Production refuses the embedded IdP and database, so it trusts a development instance's IdP and
     // borrows its database, as replicas do.
     dev = await startTestServer();
@@ -34,7 +34,7 @@ describe('GraphQL in production, on every transport', () => {
     );
     alice = await dev.token('alice');
   });
-  after(async () => {
+  afterAll(async () => {
     await trusted.close();
     await prod.close();
     await dev.close();

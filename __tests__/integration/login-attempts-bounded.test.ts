@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { WebClient, location, signInAtIdp, startLogin } from '../helpers/webClient.js';
@@ -8,11 +8,11 @@ const CAP = 5;
 
 describe('sign-in attempts an anonymous caller can make the server store', () => {
   let server: TestServer;
-  before(async () => {
+  beforeAll(async () => {
     // Behind one proxy hop the client address is the X-Forwarded-For entry the proxy added.
     server = await startTestServer({ LOGIN_ATTEMPTS_PER_IP: String(CAP), TRUST_PROXY: '1' });
   });
-  after(() => server?.close());
+  afterAll(() => server?.close());
 
   const rows = async (ip?: string) =>
     (

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { describe, test, before, after } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
@@ -18,12 +18,12 @@ describe('rate budget and sign-in counters in Redis', () => {
   let server: OwnRedis;
   let redis: Redis;
 
-  before(async () => {
+  beforeAll(async () => {
     server = await startOwnRedis();
     redis = await openRedis(server.url, pino({ level: 'silent' }));
   });
 
-  after(async () => {
+  afterAll(async () => {
     redis.disconnect();
     await server.stop();
   });

@@ -1,4 +1,4 @@
-import { describe, test, before, after } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
@@ -20,14 +20,14 @@ describe('one rate budget per client across REST, GraphQL and replicas (Redis)',
   let a: TestServer;
   let b: TestServer;
 
-  before(async () => {
+  beforeAll(async () => {
     redis = await startOwnRedis();
     const env = { REDIS_URL: redis.url, RATE_LIMIT_POINTS: String(POINTS), RATE_LIMIT_WINDOW_S: '3600' };
     a = await startTestServer(env);
     b = await startTestServer({ ...env, OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
   });
 
-  after(async () => {
+  afterAll(async () => {
     await b?.close();
     await a?.close();
     await redis?.stop();

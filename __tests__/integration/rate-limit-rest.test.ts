@@ -1,4 +1,4 @@
-import { describe, test, before, after } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
@@ -27,7 +27,7 @@ describe('REST rate budget', () => {
   let server: TestServer;
   let tokens: { alice: string; bob: string; carol: string };
 
-  before(async () => {
+  beforeAll(async () => {
     // One proxy hop is trusted, so the tests can speak from different client addresses.
     server = await startTestServer({
       RATE_LIMIT_POINTS: String(POINTS),
@@ -37,7 +37,7 @@ describe('REST rate budget', () => {
     tokens = await server.users();
   });
 
-  after(async () => {
+  afterAll(async () => {
     await server.close();
   });
 
@@ -139,14 +139,14 @@ describe('REST rate budget shared through Redis', () => {
   let a: TestServer;
   let b: TestServer;
 
-  before(async () => {
+  beforeAll(async () => {
     redis = await startOwnRedis();
     const env = { REDIS_URL: redis.url, RATE_LIMIT_POINTS: String(POINTS) };
     a = await startTestServer(env);
     b = await startTestServer({ ...env, OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
   });
 
-  after(async () => {
+  afterAll(async () => {
     await b?.close();
     await a?.close();
     await redis?.stop();

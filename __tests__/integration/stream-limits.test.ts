@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import { send } from '../helpers/http.js';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ORDER_CREATED, rawSocket, sseStream } from '../helpers/streams.js';
@@ -10,10 +11,10 @@ const refusedByValidation = (code: string | undefined) => assert.notEqual(code, 
 
 describe('idle WebSockets', () => {
   let server: TestServer;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer({ WS_IDLE_TIMEOUT_S: '2', WS_INIT_TIMEOUT_S: '1' });
   });
-  after(() => server?.close());
+  afterAll(() => server?.close());
 
   test('a socket that never sends connection_init is closed with 4408', async () => {
     const ws = rawSocket(server.url);
@@ -43,10 +44,10 @@ describe('idle WebSockets', () => {
 
 describe('per-address bound on WebSockets', () => {
   let server: TestServer;
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer({ WS_MAX_PER_IP: '3' });
   });
-  after(() => server?.close());
+  afterAll(() => server?.close());
 
   test('beyond WS_MAX_PER_IP open sockets from one address the handshake is refused with 429', async () => {
     const open = [rawSocket(server.url), rawSocket(server.url), rawSocket(server.url)];
@@ -73,7 +74,7 @@ describe('per-user stream bounds across WebSocket and SSE', () => {
   let server: TestServer;
   /** One user per test: places a test gives back are freed as the server notices, not before the next test. */
   let tokens: { alice: string; bob: string; carol: string };
-  before(async () => {
+  beforeAll(async () => {
     server = await startTestServer({
       STREAMS_MAX_PER_USER: '3',
       WS_MAX_SUBSCRIPTIONS_PER_SOCKET: '2',
@@ -83,7 +84,7 @@ describe('per-user stream bounds across WebSocket and SSE', () => {
     });
     tokens = await server.users();
   });
-  after(() => server?.close());
+  afterAll(() => server?.close());
 
   const subscribe = (ws: ReturnType<typeof rawSocket>, id: string, query = ORDER_CREATED) =>
     ws.send({ id, type: 'subscribe', payload: { query } });
@@ -173,7 +174,7 @@ describe('per-user stream bounds across WebSocket and SSE', () => {
   const put = (ip: string) =>
     request(server.url).put('/graphql/stream').set('accept', 'text/plain').set('x-forwarded-for', ip);
   const connect = (ip: string, token: string) =>
-    fetch(`${server.url}/graphql/stream`, {
+    send(`${server.url}/graphql/stream`, {
       headers: { accept: 'text/event-stream', 'x-graphql-event-stream-token': token, 'x-forwarded-for': ip },
     });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
 import { startReplicas, stopReplicas, type TestServer } from '../helpers/server.js';
 import { cookieClient, sseStream, within } from '../helpers/streams.js';
@@ -34,10 +34,10 @@ async function openStreams(server: TestServer, cookie: string) {
 describe('streams end with the browser session that opened them', () => {
   let a: TestServer;
   let b: TestServer;
-  before(async () => {
+  beforeAll(async () => {
     ({ a, b } = await startReplicas());
   });
-  after(() => stopReplicas({ a, b }));
+  afterAll(() => stopReplicas({ a, b }));
 
   test('logging out on A ends WebSocket (4403) and SSE streams on A and B', async () => {
     const cookie = await sessionCookie(a, 'alice');

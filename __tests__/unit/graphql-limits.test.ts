@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test } from '@jest/globals';
 import { getOperationAST, parse } from 'graphql';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { operationCost } from '../../src/http/cost.js';

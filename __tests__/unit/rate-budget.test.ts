@@ -1,4 +1,4 @@
-import { describe, test } from 'node:test';
+import { describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { ANONYMOUS } from '../../src/domain/policy.js';
 import { clientKey, createMemoryRateBudget, createRateBudget, rateLimitHeaders } from '../../src/http/rateBudget.js';

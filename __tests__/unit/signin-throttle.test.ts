@@ -1,4 +1,4 @@
-import { describe, test } from 'node:test';
+import { describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { createSigninThrottle, SIGNIN_LIMITS } from '../../src/auth/idp/signinThrottle.js';
 import { memoryAttemptCounters } from '../../src/store/attemptCounters.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
-import { describe, test } from 'node:test';
+import { describe, test } from '@jest/globals';
 import { clientIp } from '../../src/http/streams.js';
 
 const upgrade = (peer: string, forwardedFor?: string) =>
