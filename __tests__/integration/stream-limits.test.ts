@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
-import { send } from '../helpers/http.js';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ORDER_CREATED, rawSocket, sseStream } from '../helpers/streams.js';
@@ -174,7 +173,8 @@ describe('per-user stream bounds across WebSocket and SSE', () => {
   const put = (ip: string) =>
     request(server.url).put('/graphql/stream').set('accept', 'text/plain').set('x-forwarded-for', ip);
   const connect = (ip: string, token: string) =>
-    send(`${server.url}/graphql/stream`, {
+    // A real streaming client: an SSE response never ends, so nothing may wait for its whole body.
+    fetch(`${server.url}/graphql/stream`, {
       headers: { accept: 'text/event-stream', 'x-graphql-event-stream-token': token, 'x-forwarded-for': ip },
     });
 
