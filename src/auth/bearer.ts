@@ -147,6 +147,7 @@ export function createTokenVerifier(opts: {
     }
     const name = typeof payload.name === 'string' ? payload.name : undefined;
     const email = typeof payload.email === 'string' ? payload.email : undefined;
+    const clientId = [payload.client_id, payload.azp].find((v): v is string => typeof v === 'string');
     const principal: User = {
       kind: 'user',
       subject: payload.sub!,
@@ -155,6 +156,7 @@ export function createTokenVerifier(opts: {
       roles: new Set(stringList(claimAt(payload, opts.rolesClaim))),
       ...(name ? { name } : {}),
       ...(email ? { email } : {}),
+      ...(clientId ? { clientId } : {}),
       expiresAt: payload.exp! * 1000,
     };
     const jkt = boundThumbprint(payload);

@@ -10,6 +10,8 @@ export type Principal =
       readonly roles: ReadonlySet<string>;
       readonly name?: string;
       readonly email?: string;
+      /** The OAuth client the credential was issued to (`client_id`, else `azp`), when it says. */
+      readonly clientId?: string;
       /** When the credential stops being valid (ms since the epoch); long-lived streams end then. */
       readonly expiresAt?: number;
     };

@@ -107,7 +107,12 @@ export type Order = {
   id: Scalars['ID']['output'];
   /** The ordered lines, in the order they were placed. */
   items: Array<OrderItem>;
-  /** One of `pending`, `paid`, `shipped`, `delivered`, `cancelled`. */
+  /** Where the order is in its lifecycle. */
+  state: OrderStatus;
+  /**
+   * One of `pending`, `paid`, `shipped`, `delivered`, `cancelled`: the same value as `state`, as a plain string.
+   * @deprecated Use `state`: the same value as a typed enum, so clients can match it exhaustively.
+   */
   status: Scalars['String']['output'];
   /** Sum of quantity × unit price over all lines, in integer cents. */
   totalCents: Scalars['Int']['output'];
@@ -139,6 +144,22 @@ export type OrderItemInput = {
   /** A catalogue SKU. */
   sku: Scalars['String']['input'];
 };
+
+/**
+ * An order's place in its lifecycle: `PENDING` → `PAID` → `SHIPPED` → `DELIVERED`, and `PENDING` or
+ * `PAID` → `CANCELLED`.
+ */
+export type OrderStatus =
+  /** Cancelled before shipping: final. */
+  | 'CANCELLED'
+  /** Received by the customer: final. */
+  | 'DELIVERED'
+  /** Paid and waiting to ship. */
+  | 'PAID'
+  /** Placed and not yet paid; the customer may still cancel it. */
+  | 'PENDING'
+  /** Handed to the carrier. */
+  | 'SHIPPED';
 
 /** A catalogue product. */
 export type Product = {
@@ -310,6 +331,7 @@ export type ResolversTypes = {
   Order: ResolverTypeWrapper<OrderModel>;
   OrderItem: ResolverTypeWrapper<OrderItemModel>;
   OrderItemInput: OrderItemInput;
+  OrderStatus: OrderStatus;
   Product: ResolverTypeWrapper<ProductModel>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
@@ -367,6 +389,7 @@ export type OrderResolvers<ContextType = Context, ParentType extends ResolversPa
   etag?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   items?: Resolver<Array<ResolversTypes['OrderItem']>, ParentType, ContextType>;
+  state?: Resolver<ResolversTypes['OrderStatus'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   totalCents?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;

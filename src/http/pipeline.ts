@@ -21,6 +21,7 @@ import type { Context } from '../context.js';
 import { operationCost } from './cost.js';
 import { clientError, formatError, formatResult, type ErrorPolicy } from './graphqlErrors.js';
 import { limitErrors, staticLimits } from './limits.js';
+import { createDeprecationMetric } from './deprecations.js';
 import type { Metrics } from './metrics.js';
 import { boundedApqStore, loadManifest, sha256 } from './persistedDocuments.js';
 import { clientKey, type Charge, type RateBudget } from './rateBudget.js';
@@ -115,6 +116,7 @@ export function createPipeline(deps: {
     const errors = limitErrors(document, limits);
     return errors.length ? { errors } : { document };
   }
+  const deprecations = createDeprecationMetric(metrics.registry);
   const costs = new WeakMap<object, CostReport>();
   const clients = new WeakMap<object, string | undefined>();
 
@@ -164,6 +166,7 @@ export function createPipeline(deps: {
     variables: unknown,
     context: Context,
   ): Promise<Admission> {
+    deprecations.record(schema, document, context.principal);
     const complexity = operationCost(schema, document, operation, isRecord(variables) ? variables : {});
     if (complexity > limits.maxCost) {
       return {

@@ -1,5 +1,5 @@
 import { orderEtag } from '../domain/etags.js';
-import type { OrderResolvers } from '../generated/graphql.js';
+import type { OrderResolvers, OrderStatus } from '../generated/graphql.js';
 
 export const Order: OrderResolvers = {
   customer: async (order, _args, { loaders }) => {
@@ -10,4 +10,5 @@ export const Order: OrderResolvers = {
   },
   items: (order, _args, { loaders }) => loaders.orderItems.load(order.id),
   etag: (order) => orderEtag(order),
+  state: (order) => order.status.toUpperCase() as OrderStatus,
 };

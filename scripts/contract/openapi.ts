@@ -1,0 +1,115 @@
+import openapiDiff from 'openapi-diff';
+
+type Difference = Pick<
+  openapiDiff.DiffResult<openapiDiff.DiffResultType>,
+  'code' | 'sourceSpecEntityDetails' | 'destinationSpecEntityDetails'
+>;
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export interface ContractChange {
+  readonly level: 'breaking' | 'dangerous' | 'safe';
+  readonly message: string;
+}
+
+/**
+ * openapi-diff (Atlassian's differ) reads OpenAPI 3.0 only, so both documents are compared in their 3.0
+ * spelling: the 3.1 idioms this project uses (`type: [T, 'null']`, `const`) have exact 3.0 equivalents.
+ * References are inlined so that a response schema can be read as clients must read it: open to members
+ * added later (`additionalProperties: false` holds for what the server accepts, not for what it sends).
+ */
+export function asOpenApi30(document: Json): Json {
+  const resolve = (ref: string): Json => {
+    let node: Json | undefined = document;
+    for (const key of ref.replace(/^#\//, '').split('/')) {
+      node =
+        node && typeof node === 'object' && !Array.isArray(node)
+          ? node[key.replace(/~1/g, '/').replace(/~0/g, '~')]
+          : undefined;
+    }
+    if (node === undefined) throw new Error(`unresolved reference ${ref}`);
+    return node;
+  };
+  const walk = (node: Json, inResponse: boolean, depth = 0): Json => {
+    if (depth > 64) throw new Error('reference cycle in the OpenAPI document');
+    if (Array.isArray(node)) return node.map((n) => walk(n, inResponse, depth + 1));
+    if (node === null || typeof node !== 'object') return node;
+    if (typeof node.$ref === 'string') return walk(resolve(node.$ref), inResponse, depth + 1);
+    const out: { [key: string]: Json } = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'type' && Array.isArray(value) && value.includes('null')) {
+        const rest = value.filter((t) => t !== 'null');
+        out.type = rest.length === 1 ? rest[0]! : rest;
+        out.nullable = true;
+      } else if (key === 'const') {
+        out.enum = [value];
+      } else if (key === 'examples' && Array.isArray(value)) {
+        if (value.length) out.example = walk(value[0]!, inResponse, depth + 1);
+      } else if (key === 'additionalProperties' && value === false && inResponse) {
+        continue;
+      } else if (key !== '$schema' && key !== 'jsonSchemaDialect' && key !== 'webhooks' && key !== 'components') {
+        out[key] = walk(value, inResponse || key === 'responses', depth + 1);
+      }
+    }
+    return out;
+  };
+  return { ...(walk(document, false) as { [key: string]: Json }), openapi: '3.0.3' };
+}
+
+/** Names of members marked `deprecated: true` anywhere in a document's schemas. */
+function deprecatedMembers(document: Json, found = new Set<string>()): Set<string> {
+  if (Array.isArray(document)) for (const item of document) deprecatedMembers(item, found);
+  else if (document && typeof document === 'object') {
+    const properties = document.properties;
+    if (properties && typeof properties === 'object' && !Array.isArray(properties)) {
+      for (const [name, schema] of Object.entries(properties)) {
+        if (schema && typeof schema === 'object' && !Array.isArray(schema) && schema.deprecated === true)
+          found.add(name);
+      }
+    }
+    for (const value of Object.values(document)) deprecatedMembers(value, found);
+  }
+  return found;
+}
+
+function membersOf(document: Json, found = new Set<string>()): Set<string> {
+  if (Array.isArray(document)) for (const item of document) membersOf(item, found);
+  else if (document && typeof document === 'object') {
+    const properties = document.properties;
+    if (properties && typeof properties === 'object' && !Array.isArray(properties))
+      for (const name of Object.keys(properties)) found.add(name);
+    for (const value of Object.values(document)) membersOf(value, found);
+  }
+  return found;
+}
+
+/**
+ * Breaking changes fail. A response body change that only drops members the released document had marked
+ * `deprecated: true` is dangerous instead, as a deprecated removal is in GraphQL.
+ */
+export async function openapiChanges(released: Json, current: Json): Promise<ContractChange[]> {
+  const result = await openapiDiff.diffSpecs({
+    sourceSpec: {
+      content: JSON.stringify(asOpenApi30(released)),
+      location: 'openapi.released.json',
+      format: 'openapi3',
+    },
+    destinationSpec: { content: JSON.stringify(asOpenApi30(current)), location: 'current', format: 'openapi3' },
+  });
+  const removed = [...membersOf(released)].filter((m) => !membersOf(current).has(m));
+  const deprecated = deprecatedMembers(released);
+  const onlyDeprecatedRemoved = removed.length > 0 && removed.every((m) => deprecated.has(m));
+  const describe = (d: Difference) => {
+    const where = new Set([...d.sourceSpecEntityDetails, ...d.destinationSpecEntityDetails].map((e) => e.location));
+    const what = removed.length ? ` (members removed: ${removed.join(', ')})` : '';
+    return `${d.code} at ${[...where].join(', ')}${d.code.startsWith('response.body') ? what : ''}`;
+  };
+  const changes: ContractChange[] = [];
+  for (const d of result.breakingDifferencesFound ? result.breakingDifferences : []) {
+    const tolerated = onlyDeprecatedRemoved && d.code === 'response.body.scope.add';
+    changes.push({ level: tolerated ? 'dangerous' : 'breaking', message: describe(d) });
+  }
+  for (const d of result.unclassifiedDifferences) changes.push({ level: 'dangerous', message: describe(d) });
+  for (const d of result.nonBreakingDifferences) changes.push({ level: 'safe', message: describe(d) });
+  return changes;
+}
