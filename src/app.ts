@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
 import { browserLoginFor } from './auth/browserLogin.js';
-import { createEmbeddedIdp } from './auth/embeddedIdp.js';
+import type { EmbeddedIdpOptions } from './auth/embeddedIdp.js';
 import { createSessionStore } from './auth/sessions.js';
 import type { Config } from './config.js';
 import { createServices } from './domain/services.js';
@@ -44,7 +44,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
 
   const idp = config.oidc.issuer
     ? null
-    : await createEmbeddedIdp({
+    : await startEmbeddedIdp({
         issuer: `${config.publicUrl}/idp`,
         publicUrl: config.publicUrl,
         db,
@@ -207,3 +207,9 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
 }
 
 export type App = Awaited<ReturnType<typeof createApp>>;
+
+/** Loaded on demand: with an external issuer (always so in production) oidc-provider is never imported. */
+async function startEmbeddedIdp(opts: EmbeddedIdpOptions) {
+  const { createEmbeddedIdp } = await import('./auth/embeddedIdp.js');
+  return createEmbeddedIdp(opts);
+}
