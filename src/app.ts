@@ -8,8 +8,7 @@ import { pinoHttp } from 'pino-http';
 import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
 import { browserLoginFor } from './auth/browserLogin.js';
 import { createDpopProofVerifier } from './auth/dpop.js';
-import { createEmbeddedIdp } from './auth/embeddedIdp.js';
-import { argon2Params } from './auth/idp/users.js';
+import type { EmbeddedIdpOptions } from './auth/embeddedIdp.js';
 import { createSessionStore, deleteExpiredSessions } from './auth/sessions.js';
 import type { Config } from './config.js';
 import { DomainError, RETRY_AFTER_SECONDS } from './domain/errors.js';
@@ -56,7 +55,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
 
   const idp = config.oidc.issuer
     ? null
-    : await createEmbeddedIdp({
+    : await startEmbeddedIdp({
         issuer: `${config.publicUrl}/idp`,
         publicUrl: config.publicUrl,
         db,
@@ -65,7 +64,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
         logger: logger.child({ component: 'idp' }),
         redis,
         signinLockSeconds: config.signin.lockSeconds,
-        passwordHashing: argon2Params(config.nodeEnv),
+        nodeEnv: config.nodeEnv,
       });
   const issuer = config.oidc.issuer ?? idp!.issuer;
   // Used DPoP proof ids must be seen by every replica: Redis when there is one, else the shared database.
@@ -273,3 +272,15 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
 }
 
 export type App = Awaited<ReturnType<typeof createApp>>;
+
+/** Loaded on demand: with an external issuer (always so in production) oidc-provider is never imported. */
+async function startEmbeddedIdp({
+  nodeEnv,
+  ...opts
+}: Omit<EmbeddedIdpOptions, 'passwordHashing'> & { nodeEnv: Config['nodeEnv'] }) {
+  const [{ createEmbeddedIdp }, { argon2Params }] = await Promise.all([
+    import('./auth/embeddedIdp.js'),
+    import('./auth/idp/users.js'),
+  ]);
+  return createEmbeddedIdp({ ...opts, passwordHashing: argon2Params(nodeEnv) });
+}
