@@ -23,14 +23,22 @@ export interface Replica {
  * can signal, kill and restart it. The environment is this test's alone: the CI's shared DATABASE_URL
  * and REDIS_URL are never inherited.
  */
-export async function startReplica(env: Record<string, string>, opts: { port?: number } = {}): Promise<Replica> {
+export async function startReplica(
+  env: Record<string, string>,
+  opts: {
+    port?: number;
+    /** Another build to run instead of src/main.ts through tsx: `node <entry>` in `cwd` (the production path). */
+    build?: { cwd: string; entry: string };
+  } = {},
+): Promise<Replica> {
   const port = opts.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
   const childEnv: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['DATABASE_URL', 'DATABASE_SCHEMA', 'REDIS_URL', 'NODE_OPTIONS', 'PUBLIC_URL', 'OIDC_ISSUER'])
     delete childEnv[name];
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
+  const args = opts.build ? [opts.build.entry] : ['--import', 'tsx', 'src/main.ts'];
+  const child = spawn(process.execPath, args, {
+    cwd: opts.build?.cwd ?? ROOT,
     env: {
       ...childEnv,
       NODE_ENV: 'test',

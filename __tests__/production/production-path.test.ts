@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import { getIntrospectionQuery } from 'graphql';
+import { createClient as createSseClient } from 'graphql-sse';
+import pg from 'pg';
+import request from 'supertest';
+import { startReplica, type Replica } from '../helpers/replica.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { subscriber } from '../helpers/subscriber.js';
+import { send, TRANSPORTS, type Transport } from '../helpers/transports.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const STREAMING: Transport[] = ['post', 'ws', 'sse'];
+
+/**
+ * The image's way to build, without a Docker daemon: compile with the dev toolchain, then run from a folder that has
+ * only what the Dockerfile copies (package.json, package-lock.json, schema.graphql, dist/) and `npm ci --omit=dev`.
+ * The production install is cached by lockfile hash, so reruns skip it.
+ */
+async function buildRuntimeCopy(): Promise<string> {
+  const lock = readFileSync(join(ROOT, 'package-lock.json'));
+  const cache = join(tmpdir(), `orders-api-prod-deps-${createHash('sha256').update(lock).digest('hex').slice(0, 16)}`);
+  if (!existsSync(join(cache, 'node_modules'))) {
+    const staging = mkdtempSync(join(tmpdir(), 'orders-api-prod-deps-'));
+    cpSync(join(ROOT, 'package.json'), join(staging, 'package.json'));
+    cpSync(join(ROOT, 'package-lock.json'), join(staging, 'package-lock.json'));
+    await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund'], { cwd: staging });
+    rmSync(cache, { recursive: true, force: true });
+    mkdirSync(cache, { recursive: true });
+    cpSync(join(staging, 'node_modules'), join(cache, 'node_modules'), { recursive: true });
+    rmSync(staging, { recursive: true, force: true });
+  }
+  const app = mkdtempSync(join(tmpdir(), 'orders-api-prod-'));
+  for (const file of ['package.json', 'package-lock.json', 'schema.graphql']) cpSync(join(ROOT, file), join(app, file));
+  await run(
+    process.execPath,
+    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', join(app, 'dist')],
+    {
+      cwd: ROOT,
+    },
+  );
+  // Hard links: as fast as a symlink, and npm sees an ordinary node_modules folder.
+  await run('cp', ['-al', join(cache, 'node_modules'), join(app, 'node_modules')]);
+  return app;
+}
+
+describe('the production build: prod dependencies only, NODE_ENV=production, an external issuer', () => {
+  const databaseUrl = process.env.DATABASE_URL;
+  const redisUrl = process.env.REDIS_URL;
+  let app: string;
+  let issuer: TestServer;
+  let prod: Replica;
+  const schema = `prod_${randomBytes(6).toString('hex')}`;
+  let alice: string;
+
+  beforeAll(async () => {
+    if (!databaseUrl || !redisUrl) {
+      throw new Error(
+        'The production-path test needs PostgreSQL and Redis: set DATABASE_URL and REDIS_URL ' +
+          '(e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379).',
+      );
+    }
+    app = await buildRuntimeCopy();
+    // A development instance's embedded IdP stands in for the real provider (Keycloak in compose).
+    issuer = await startTestServer();
+    alice = await issuer.token('alice');
+    prod = await startReplica(
+      {
+        NODE_ENV: 'production',
+        DATABASE_URL: databaseUrl,
+        DATABASE_SCHEMA: schema,
+        REDIS_URL: redisUrl,
+        OIDC_ISSUER: issuer.running.app.issuer,
+        OIDC_CLIENT_ID: 'orders-web',
+        OIDC_CLIENT_SECRET: 'orders-web-secret',
+        DRAIN_DELAY_S: '0',
+      },
+      { build: { cwd: app, entry: 'dist/src/main.js' } },
+    );
+  }, 240_000);
+
+  afterAll(async () => {
+    await prod?.stop();
+    await issuer?.close();
+    if (databaseUrl) {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query(`drop schema if exists "${schema}" cascade`);
+      await client.end();
+    }
+    if (app) rmSync(app, { recursive: true, force: true });
+  });
+
+  test('starts from the runtime copy and logs nothing at warn level or above', async () => {
+    await request(prod.url).get('/readyz').expect(200);
+    const loud = prod.logs().filter((e) => typeof e.level === 'number' && e.level >= 40);
+    assert.deepEqual(
+      loud.map((e) => e.msg),
+      [],
+    );
+  });
+
+  test('the production install is complete: npm ls --omit=dev finds nothing missing', async () => {
+    const { stdout } = await run('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: app });
+    assert.ok(stdout.includes('node_modules/graphql-ws'), 'graphql-ws, imported at run time, is installed');
+    assert.ok(stdout.includes('node_modules/ws'), 'ws, imported at run time, is installed');
+  });
+
+  test('an authenticated query and a REST create work with the external issuer’s token', async () => {
+    const query = await request(prod.url)
+      .post('/graphql')
+      .set('authorization', `Bearer ${alice}`)
+      .send({ query: '{ viewer { subject } recentOrders(first: 1) { id } }' })
+      .expect(200);
+    assert.equal(query.body.errors, undefined);
+    assert.equal(typeof query.body.data.viewer.subject, 'string');
+    const created = await request(prod.url)
+      .post('/v1/orders')
+      .set('authorization', `Bearer ${alice}`)
+      .set('idempotency-key', randomUUID())
+      .send({ items: [{ sku: 'KB-001', qty: 1 }] })
+      .expect(201);
+    assert.match(created.headers['location']!, /\/v1\/orders\/ord_/);
+  });
+
+  test('a WebSocket subscription and an SSE stream each receive an order placed afterwards', async () => {
+    const ws = subscriber(prod.url, alice);
+    await ws.connected();
+    const wsSub = ws.subscribe('subscription { orderCreated { id } }');
+    const sse = createSseClient({
+      url: `${prod.url}/graphql/stream`,
+      headers: { authorization: `Bearer ${alice}` },
+      retryAttempts: 0,
+    });
+    const sseEvents = sse.iterate<{ orderCreated: { id: string } }>({ query: 'subscription { orderCreated { id } }' });
+    const firstSse = sseEvents.next();
+    try {
+      // Wait until both subscriptions are registered: a probe order is retried until both streams have seen one.
+      let placed: string | undefined;
+      let sseId: string | undefined;
+      const sseSeen = firstSse.then((r) => (sseId = r.value?.data?.orderCreated.id));
+      for (let i = 0; i < 50 && (wsSub.received.length === 0 || sseId === undefined); i++) {
+        const res = await request(prod.url)
+          .post('/v1/orders')
+          .set('authorization', `Bearer ${alice}`)
+          .set('idempotency-key', randomUUID())
+          .send({ items: [{ sku: 'KB-001', qty: 1 }] })
+          .expect(201);
+        placed ??= res.body.id;
+        await Promise.race([Promise.all([wsSub.next(1), sseSeen]), new Promise((r) => setTimeout(r, 200))]);
+      }
+      const wsId = (wsSub.received[0]?.data as { orderCreated: { id: string } } | undefined)?.orderCreated.id;
+      assert.match(wsId ?? '', /^ord_/);
+      assert.match(sseId ?? '', /^ord_/);
+      assert.ok(placed);
+    } finally {
+      await sseEvents.return?.();
+      sse.dispose();
+      wsSub.dispose();
+      await ws.dispose();
+    }
+  }, 60_000);
+
+  test.each(STREAMING)('introspection is refused over %s', async (transport) => {
+    const res = await send(prod.url, transport, { query: getIntrospectionQuery() }, alice);
+    assert.equal(res.body.data ?? undefined, undefined);
+    assert.equal(res.body.errors?.[0]?.extensions?.code, 'GRAPHQL_VALIDATION_FAILED');
+    assert.match(res.body.errors![0]!.message, /introspection/i);
+  });
+
+  test.each(TRANSPORTS)('field suggestions are not given over %s', async (transport) => {
+    const res = await send(prod.url, transport, { query: '{ recentOrders { idd } }' }, alice);
+    assert.equal(res.body.errors?.[0]?.extensions?.code, 'GRAPHQL_VALIDATION_FAILED');
+    for (const error of res.body.errors!) assert.doesNotMatch(error.message, /Did you mean/);
+  });
+});
