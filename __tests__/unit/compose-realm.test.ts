@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, test } from '@jest/globals';
+import { parse } from 'yaml';
+import { loadConfig } from '../../src/config.js';
+
+interface Client {
+  clientId: string;
+  publicClient: boolean;
+  secret?: string;
+  redirectUris: string[];
+  attributes: Record<string, string>;
+  defaultClientScopes: string[];
+  optionalClientScopes: string[];
+}
+interface Realm {
+  realm: string;
+  roles: { realm: { name: string }[] };
+  clientScopes: { name: string; protocolMappers?: { protocolMapper: string; config: Record<string, string> }[] }[];
+  clients: Client[];
+  users: { username: string; realmRoles?: string[]; credentials: { value: string }[] }[];
+}
+
+// merge: the replicas share one definition through a YAML merge key (<<: *api), as docker compose reads it.
+const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true }) as {
+  services: Record<string, { environment?: Record<string, string>; command?: string[]; volumes?: string[] }>;
+};
+const realm = JSON.parse(readFileSync('deploy/keycloak/realm-orders.json', 'utf8')) as Realm;
+const client = (id: string) => realm.clients.find((c) => c.clientId === id)!;
+
+describe('the production compose stack and its Keycloak realm agree with the app', () => {
+  const replicas = ['app1', 'app2'].map((name) => compose.services[name]!);
+  const env = replicas[0]!.environment!;
+
+  test('both replicas run the same production configuration, which the app itself accepts', () => {
+    assert.deepEqual(replicas[1]!.environment, env);
+    const config = loadConfig(env);
+    assert.equal(config.isProduction, true);
+    assert.equal(config.trustProxy, 1);
+    assert.equal(config.oidc.rolesClaim, 'realm_access.roles');
+  });
+
+  test("OIDC_ISSUER is this realm on the compose file's Keycloak, which imports this realm file", () => {
+    assert.equal(env.OIDC_ISSUER, `http://keycloak:8080/realms/${realm.realm}`);
+    const keycloak = compose.services.keycloak!;
+    assert.ok(keycloak.command!.includes('--import-realm'));
+    assert.ok(keycloak.command!.includes('--hostname=http://keycloak:8080'));
+    assert.ok(keycloak.volumes!.includes('./deploy/keycloak:/opt/keycloak/data/import:ro'));
+  });
+
+  test('orders-web is the confidential client the replicas sign browsers in with, back to PUBLIC_URL', () => {
+    const web = client('orders-web');
+    assert.equal(env.OIDC_CLIENT_ID, 'orders-web');
+    assert.equal(web.publicClient, false);
+    assert.equal(web.secret, env.OIDC_CLIENT_SECRET);
+    assert.deepEqual(web.redirectUris, [`${env.PUBLIC_URL}/auth/callback`]);
+    assert.equal(web.attributes['pkce.code.challenge.method'], 'S256');
+    assert.equal(web.attributes['post.logout.redirect.uris'], `${env.PUBLIC_URL}/`);
+  });
+
+  test('orders-mobile is public, requires S256 PKCE and redirects where npm run token listens', () => {
+    const mobile = client('orders-mobile');
+    assert.equal(mobile.publicClient, true);
+    assert.equal(mobile.secret, undefined);
+    assert.equal(mobile.attributes['pkce.code.challenge.method'], 'S256');
+    assert.deepEqual(mobile.redirectUris, ['http://127.0.0.1/callback']);
+  });
+
+  test("every client's access tokens carry API_AUDIENCE and may ask for the API scopes", () => {
+    const audience = realm.clientScopes.find((s) => s.name === 'orders-api-audience')!;
+    const mapper = audience.protocolMappers!.find((m) => m.protocolMapper === 'oidc-audience-mapper')!;
+    assert.equal(mapper.config['included.custom.audience'], env.API_AUDIENCE);
+    assert.equal(mapper.config['access.token.claim'], 'true');
+    for (const c of realm.clients) {
+      assert.ok(c.defaultClientScopes.includes('orders-api-audience'), c.clientId);
+      // The `roles` scope is what puts realm roles into realm_access.roles (ROLES_CLAIM).
+      assert.ok(c.defaultClientScopes.includes('roles'), c.clientId);
+      assert.deepEqual(c.optionalClientScopes, ['orders:read', 'orders:write']);
+    }
+    assert.deepEqual(
+      realm.clientScopes.map((s) => s.name).filter((n) => n.startsWith('orders:')),
+      ['orders:read', 'orders:write'],
+    );
+  });
+
+  test('the staff role exists; carol has it, alice and bob are customers', () => {
+    assert.deepEqual(
+      realm.roles.realm.map((r) => r.name),
+      ['staff'],
+    );
+    const roles = Object.fromEntries(realm.users.map((u) => [u.username, u.realmRoles ?? []]));
+    assert.deepEqual(roles, { alice: [], bob: [], carol: ['staff'] });
+  });
+
+  test('nginx serves PUBLIC_URL and proxies to both replicas with deploy/nginx.conf', () => {
+    const nginx = compose.services.nginx as { ports: string[]; volumes: string[] };
+    assert.ok(nginx.volumes.includes('./deploy/nginx.conf:/etc/nginx/nginx.conf:ro'));
+    const published = nginx.ports.map((p) => p.split(':').slice(-2).join(':'));
+    assert.deepEqual(published, [`${new URL(env.PUBLIC_URL!).port}:8080`]);
+    const conf = readFileSync('deploy/nginx.conf', 'utf8');
+    assert.match(conf, /listen 8080;/);
+    assert.match(conf, /server app1:4000/);
+    assert.match(conf, /server app2:4000/);
+  });
+});
