@@ -24,7 +24,7 @@ describe('GraphQL queries', () => {
     const { status, body } = await server.gql(`{
       __type(name: "Query") { fields { name type { kind name ofType { kind name ofType { kind name ofType { kind name } } } }
         args { name defaultValue type { kind name ofType { kind name } } } } }
-      order: __type(name: "Order") { fields { name type { kind name ofType { kind name } } } }
+      order: __type(name: "Order") { fields(includeDeprecated: true) { name type { kind name ofType { kind name } } } }
       customer: __type(name: "Customer") { fields { name type { kind name ofType { kind name } } } }
     }`);
     assert.equal(status, 200);
