@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { createSigninThrottle, SIGNIN_LIMITS } from '../../src/auth/idp/signinThrottle.js';
 import { createRateBudget } from '../../src/http/rateBudget.js';
 import { openRedis } from '../../src/store/redis.js';
-import { startOwnRedis, type OwnRedis } from '../helpers/redisServer.js';
+import { startRedis, type RedisServer } from '../helpers/infra.js';
 
 function recordingLogger() {
   const lines: { level: string; event: unknown }[] = [];
@@ -15,11 +15,11 @@ function recordingLogger() {
 }
 
 describe('rate budget and sign-in counters in Redis', () => {
-  let server: OwnRedis;
+  let server: RedisServer;
   let redis: Redis;
 
   beforeAll(async () => {
-    server = await startOwnRedis();
+    server = await startRedis();
     redis = await openRedis(server.url, pino({ level: 'silent' }));
   });
 
@@ -91,7 +91,7 @@ describe('rate budget and sign-in counters in Redis', () => {
   });
 
   test('when Redis goes away, requests are still answered from memory and the outage is logged once', async () => {
-    const own = await startOwnRedis();
+    const own = await startRedis();
     const client = await openRedis(own.url, pino({ level: 'silent' }));
     const logger = recordingLogger();
     const budget = createRateBudget({ points: 3, windowSeconds: 60, redis: client, namespace: 'outage', logger });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
-import { startOwnRedis, type OwnRedis } from '../helpers/redisServer.js';
+import { startRedis, type RedisServer } from '../helpers/infra.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const POINTS = 25;
@@ -16,12 +16,12 @@ function remaining(header: string | undefined): number {
 }
 
 describe('one rate budget per client across REST, GraphQL and replicas (Redis)', () => {
-  let redis: OwnRedis;
+  let redis: RedisServer;
   let a: TestServer;
   let b: TestServer;
 
   beforeAll(async () => {
-    redis = await startOwnRedis();
+    redis = await startRedis();
     const env = { REDIS_URL: redis.url, RATE_LIMIT_POINTS: String(POINTS), RATE_LIMIT_WINDOW_S: '3600' };
     a = await startTestServer(env);
     b = await startTestServer({ ...env, OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
