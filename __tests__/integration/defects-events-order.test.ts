@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
-import { createClient } from 'graphql-sse';
 import request from 'supertest';
 import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
+import { sseSubscriber } from '../helpers/sseSubscriber.js';
 import { subscriber } from '../helpers/subscriber.js';
 
 /** The digit boundaries where text order and numeric order of event ids part ways. */
@@ -27,45 +27,9 @@ async function placeOrder(server: TestServer, token: string): Promise<string> {
   return (res.body as { id: string }).id;
 }
 
-interface Delivered {
-  data?: { orderCreated?: { id: string } };
-  extensions?: { eventId?: string };
-}
-
-/** A graphql-sse subscription to orderCreated resumed after `lastEventId`; `next(n)` waits for the n-th event. */
-function resumeOverSse(url: string, token: string, lastEventId: string) {
-  const client = createClient({
-    url: `${url}/graphql/stream`,
-    singleConnection: false,
-    retryAttempts: 0,
-    headers: { authorization: `Bearer ${token}`, 'last-event-id': lastEventId },
-  });
-  const received: Delivered[] = [];
-  const waiters: { n: number; resolve: () => void }[] = [];
-  const dispose = client.subscribe(
-    { query: 'subscription { orderCreated { id } }' },
-    {
-      next: (value) => {
-        received.push(value as Delivered);
-        for (const w of waiters.filter((w) => received.length >= w.n)) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve();
-        }
-      },
-      error: () => undefined,
-      complete: () => undefined,
-    },
-  );
-  return {
-    received,
-    next: (n: number) =>
-      received.length >= n ? Promise.resolve() : new Promise<void>((r) => waiters.push({ n, resolve: r })),
-    close: () => {
-      dispose();
-      client.dispose();
-    },
-  };
-}
+/** A graphql-sse subscription to orderCreated resumed after `lastEventId`. */
+const resumeOverSse = (url: string, token: string, lastEventId: string) =>
+  sseSubscriber<{ orderCreated?: { id: string } }>(url, token, 'subscription { orderCreated { id } }', { lastEventId });
 
 describe('SSE resume orders events by number, not by their text', () => {
   let server: TestServer;

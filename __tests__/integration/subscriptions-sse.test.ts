@@ -1,50 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
-import { createClient } from 'graphql-sse';
 import { rest } from '../helpers/openapi.js';
 import { startReplicas, stopReplicas, type TestServer } from '../helpers/server.js';
+import { sseSubscriber, type SseEvent } from '../helpers/sseSubscriber.js';
 
-interface Event {
-  data?: { orderUpdated?: { id: string; status: string } };
-  extensions?: { eventId?: string };
-  errors?: { extensions?: { code?: string } }[];
-}
+type Event = SseEvent<{ orderUpdated?: { id: string; status: string } }>;
 
-/** Collects what one graphql-sse subscription delivers; `next(n)` waits for the n-th event. */
-function listen(url: string, token: string, opts: { singleConnection?: boolean; lastEventId?: string } = {}) {
-  const client = createClient({
-    url: `${url}/graphql/stream`,
-    singleConnection: opts.singleConnection ?? false,
-    retryAttempts: 0,
-    headers: { authorization: `Bearer ${token}`, ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
-  });
-  const received: Event[] = [];
-  const waiters: { n: number; resolve: () => void }[] = [];
-  const dispose = client.subscribe<Event['data']>(
-    { query: 'subscription { orderUpdated { id status } }' },
-    {
-      next: (value) => {
-        received.push(value as Event);
-        for (const w of waiters.filter((w) => received.length >= w.n)) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve();
-        }
-      },
-      error: (error) => received.push({ errors: [{ extensions: { code: String(error) } }] }),
-      complete: () => undefined,
-    },
-  );
-  return {
-    received,
-    next: (n: number) =>
-      received.length >= n ? Promise.resolve() : new Promise<void>((r) => waiters.push({ n, resolve: r })),
-    close: () => {
-      dispose();
-      client.dispose();
-    },
-  };
-}
+const listen = (url: string, token: string, opts: { singleConnection?: boolean; lastEventId?: string } = {}) =>
+  sseSubscriber<Event['data']>(url, token, 'subscription { orderUpdated { id status } }', opts);
 
 describe('subscriptions over server-sent events (graphql-sse)', () => {
   let a: TestServer;
