@@ -17,7 +17,7 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY schema.graphql ./
 COPY --from=build /app/dist ./dist
 USER node
-EXPOSE 4000
+EXPOSE 4000 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||4000)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # SIGTERM goes straight to node (no shell in between), which drains and exits 0.

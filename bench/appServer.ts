@@ -35,6 +35,7 @@ try {
     NODE_ENV: externalIssuer ? 'production' : 'development',
     PORT: '0',
     HOST: '127.0.0.1',
+    METRICS_PORT: '0',
     LOG_LEVEL: 'silent',
     DATABASE_URL: process.env.DATABASE_URL,
     DATABASE_SCHEMA: process.env.DATABASE_SCHEMA,
@@ -47,7 +48,7 @@ try {
   });
   const running = await startServer(config, pino({ level: 'silent' }));
   const profiler = process.env.BENCH_PROFILE_DIR ? createProfiler(process.env.BENCH_PROFILE_DIR) : null;
-  serveParent({ url: running.url, issuer: running.app.issuer }, () => running.close(), {
+  serveParent({ url: running.url, metricsUrl: running.metricsUrl, issuer: running.app.issuer }, () => running.close(), {
     memory,
     ...(profiler ? { 'profile-start': profiler.start, 'profile-stop': profiler.stop } : {}),
   });

@@ -8,6 +8,8 @@
 export interface ReadyMessage {
   readonly type: 'ready';
   readonly url: string;
+  /** Where the server's Prometheus text is: the app's METRICS_PORT, or the floor's own URL. */
+  readonly metricsUrl?: string;
   /** The embedded IdP's issuer (app child only). */
   readonly issuer?: string;
 }

@@ -162,7 +162,8 @@ async function measure(
   if (warm.non2xx || warm.errors) warmupProblems.push(`warm-up: ${warm.non2xx} non-2xx, ${warm.errors} errors`);
   const amount = Math.max(options.connections, Math.round(warm.rps * options.seconds));
   await sleep(200);
-  const before = await readCounters(url);
+  const metricsUrl = child.ready.metricsUrl ?? url;
+  const before = await readCounters(metricsUrl);
   const serverBefore = await child.cpu();
   const machineBefore = await readMachineCpu();
   const loadgenBefore = process.cpuUsage();
@@ -177,7 +178,7 @@ async function measure(
   const profilePath = profile ? ((await child.request('profile-stop')) as string) : undefined;
   // A run by amount leaves nothing in flight; a run cut short by its time limit might.
   await sleep(stats.cutShort ? 1000 : 100);
-  const counted = difference(await readCounters(url), before);
+  const counted = difference(await readCounters(metricsUrl), before);
   const served = counted.graphqlRequests;
   const percent = (ms: number) => (100 * ms) / windowMs;
   const postgres =

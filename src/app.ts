@@ -12,14 +12,14 @@ import type { EmbeddedIdpOptions } from './auth/embeddedIdp.js';
 import { createSessionStore, deleteExpiredSessions } from './auth/sessions.js';
 import type { Config } from './config.js';
 import { DomainError, RETRY_AFTER_SECONDS } from './domain/errors.js';
-import { createServices } from './domain/services.js';
+import { createServices, type Services } from './domain/services.js';
 import { createAuthRouter } from './http/authRoutes.js';
 import { CLIENT_ERROR_CODES, clientError } from './http/clientErrors.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
 import { createGraphqlRouter } from './http/graphql.js';
-import { createMetrics, recordRequests } from './http/metrics.js';
+import { createMetrics, recordRequests, type Metrics } from './http/metrics.js';
 import { createPipeline } from './http/pipeline.js';
-import { createRateBudget } from './http/rateBudget.js';
+import { createRateBudget, type RateBudget } from './http/rateBudget.js';
 import { problemPage, sendProblem } from './http/problems.js';
 import { createRestRouter } from './http/rest/index.js';
 import { securityHeaders } from './http/securityHeaders.js';
@@ -48,9 +48,12 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   const metrics = createMetrics();
   db.onStatement = () => metrics.sqlStatements.inc();
   const bus = await createEventBus({ db, logger, pollMs: config.eventPollMs, ...(redis ? { redis } : {}) });
-  const services = createServices(db, bus);
+  const services = countingSubscriptions(createServices(db, bus), metrics);
   const schema = buildSchema();
-  const budget = createRateBudget({ ...config.rateLimit, redis, namespace: db.identity, logger });
+  const budget = countingRefusals(
+    createRateBudget({ ...config.rateLimit, redis, namespace: db.identity, logger }),
+    metrics,
+  );
   const pipeline = createPipeline({ schema, config, budget, metrics, ...(redis ? { redis } : {}) });
 
   const idp = config.oidc.issuer
@@ -83,6 +86,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     sessions: sessionStore,
     channelPrefix: `orders-api:${db.identity}`,
     logger,
+    onRefused: () => metrics.refusals.inc({ reason: 'stream_limit' }),
     ...(redis ? { redis } : {}),
   });
   const sessions = endingStreamsOnRevoke(sessionStore, streams);
@@ -144,7 +148,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
         return id;
       },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics' },
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
     }),
   );
   app.use(recordRequests(metrics));
@@ -197,10 +201,6 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       req.log.warn({ err: error }, 'readiness check failed');
       res.status(503).json({ status: 'database unreachable', ...cache });
     }
-  });
-  app.get('/metrics', async (_req, res) => {
-    res.setHeader('Cache-Control', 'no-store');
-    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
   if (idp) app.use('/idp', idp.router);
@@ -283,4 +283,53 @@ async function startEmbeddedIdp({
     import('./auth/idp/users.js'),
   ]);
   return createEmbeddedIdp({ ...opts, passwordHashing: argon2Params(nodeEnv) });
+}
+
+/** A refused charge is a refusal, whichever transport asked (GraphQL cost or a REST price). */
+function countingRefusals(budget: RateBudget, metrics: Metrics): RateBudget {
+  return {
+    async charge(key, points) {
+      const charge = await budget.charge(key, points);
+      if (!charge.allowed) metrics.refusals.inc({ reason: 'rate_budget' });
+      return charge;
+    },
+    close: () => budget.close(),
+  };
+}
+
+/** Open subscriptions, counted where every transport's subscription gets its events. */
+function countingSubscriptions(services: Services, metrics: Metrics): Services {
+  const { subscriptions } = services;
+  const orderEvents = subscriptions.orderEvents.bind(subscriptions);
+  subscriptions.orderEvents = async (...args) => {
+    const stream = await orderEvents(...args);
+    metrics.openSubscriptions.inc();
+    let open = true;
+    const closed = () => {
+      if (open) metrics.openSubscriptions.dec();
+      open = false;
+    };
+    const iterator = stream[Symbol.asyncIterator]();
+    const counted: typeof stream = {
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      async next() {
+        const step = await iterator.next();
+        if (step.done) closed();
+        return step;
+      },
+      async return(value?: unknown) {
+        closed();
+        return (await iterator.return?.(value)) ?? { done: true, value: undefined };
+      },
+      async throw(error?: unknown) {
+        closed();
+        if (iterator.throw) return iterator.throw(error);
+        throw error;
+      },
+    };
+    return counted;
+  };
+  return services;
 }

@@ -28,6 +28,16 @@ const DRAIN_DELAY_PROBLEM = 'DRAIN_DELAY_S must be whole seconds from 0 to 300';
 const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+  METRICS_PORT: optionalString.pipe(
+    z
+      .string()
+      .optional()
+      .refine(
+        (v) => v === undefined || v === 'off' || (/^\d{1,5}$/.test(v) && Number(v) <= 65535),
+        'METRICS_PORT must be a port (0 picks a free one) or off',
+      )
+      .transform((v) => (v === undefined ? undefined : v === 'off' ? null : Number(v))),
+  ),
   HOST: z.string().trim().min(1).default('127.0.0.1'),
   PUBLIC_URL: httpUrl('PUBLIC_URL').optional(),
   DATABASE_URL: optionalString.pipe(
@@ -143,6 +153,9 @@ function crossFieldProblems(env: NodeJS.ProcessEnv, opts: LoadConfigOptions): st
     problems.push('OIDC_CLIENT_ID: OIDC_CLIENT_ID/OIDC_CLIENT_SECRET have no meaning without OIDC_ISSUER');
   if (set('OIDC_CLIENT_SECRET') && !set('OIDC_CLIENT_ID'))
     problems.push('OIDC_CLIENT_SECRET: is set but OIDC_CLIENT_ID is not');
+  const port = env.PORT?.trim() || '4000';
+  if (env.METRICS_PORT?.trim() === port && port !== '0')
+    problems.push('METRICS_PORT: must differ from PORT (metrics are never served on the public port)');
   if (set('DATABASE_SCHEMA') && !set('DATABASE_URL'))
     problems.push('DATABASE_SCHEMA: only applies together with DATABASE_URL');
   return problems;
@@ -159,6 +172,8 @@ export interface Config {
   readonly isProduction: boolean;
   readonly port: number;
   readonly host: string;
+  /** Where GET /metrics is served, on the same host but never on the public port; 0 picks one, null is off. */
+  readonly metricsPort: number | null;
   /** Externally visible base URL, no trailing slash. */
   readonly publicUrl: string;
   readonly database: DatabaseConfig;
@@ -249,6 +264,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     isProduction: e.NODE_ENV === 'production',
     port: e.PORT,
     host: e.HOST,
+    // Test servers run many to a process: each takes a free port unless told otherwise.
+    metricsPort: e.METRICS_PORT === undefined ? (e.NODE_ENV === 'test' ? 0 : 9464) : e.METRICS_PORT,
     publicUrl: e.PUBLIC_URL ?? `http://localhost:${e.PORT}`,
     database: e.DATABASE_URL
       ? { kind: 'postgres', url: e.DATABASE_URL, ...(e.DATABASE_SCHEMA ? { schema: e.DATABASE_SCHEMA } : {}) }

@@ -18,7 +18,10 @@ process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unha
 
 try {
   const running = await startServer(config, logger);
-  logger.info({ url: running.publicUrl, graphql: `${running.publicUrl}/graphql` }, 'orders-api listening');
+  logger.info(
+    { url: running.publicUrl, graphql: `${running.publicUrl}/graphql`, metrics: running.metricsUrl ?? 'off' },
+    'orders-api listening',
+  );
   let stopping = false;
   const shutdown = (signal: string) => {
     // The listener stays installed: a second signal must not fall through to the default (kill) handler.

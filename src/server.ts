@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createApp, type App } from './app.js';
+import { serveMetrics } from './http/metrics.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './store/db.js';
 import { migrate } from './store/migrations.js';
@@ -15,6 +16,8 @@ export interface RunningServer {
   readonly url: string;
   /** The externally visible base URL (PUBLIC_URL). */
   readonly publicUrl: string;
+  /** Where GET /metrics answers (METRICS_PORT), if it is served. */
+  readonly metricsUrl?: string;
   readonly app: App;
   /** Not ready → finish in-flight requests → close sockets, database and Redis. */
   close(): Promise<void>;
@@ -81,6 +84,18 @@ export async function startServer(
     await closeDb();
     throw error;
   }
+  let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
+  if (config.metricsPort !== null) {
+    try {
+      metricsServer = await serveMetrics(app.metrics, config.host, config.metricsPort);
+    } catch (error) {
+      server.close();
+      await app.close();
+      if (redis) await closeRedis(redis);
+      await closeDb();
+      throw error;
+    }
+  }
   handler = app.app;
   server.on('upgrade', (req, socket, head) => {
     const path = (req.url ?? '').split('?')[0];
@@ -92,6 +107,7 @@ export async function startServer(
   return {
     url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
     publicUrl,
+    ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
     app,
     close() {
       closing ??= (async () => {
@@ -113,6 +129,7 @@ export async function startServer(
         await closed;
         clearTimeout(timer);
         await app.close();
+        await metricsServer?.close();
         if (redis) await closeRedis(redis);
         await closeDb();
       })();

@@ -10,6 +10,8 @@ export interface Replica {
   /** Where this process listens directly: http://127.0.0.1:PORT. */
   readonly url: string;
   readonly port: number;
+  /** Where its GET /metrics answers (a free METRICS_PORT unless the test names one), from its start-up log. */
+  readonly metricsUrl: string | undefined;
   readonly child: ChildProcessWithoutNullStreams;
   /** Resolves with the first log entry (from now on, or already seen when `seen`) that matches. */
   waitForLog(match: (entry: LogEntry) => boolean, opts?: { seen?: boolean }): Promise<LogEntry>;
@@ -46,6 +48,7 @@ export async function startReplica(
       PORT: String(port),
       PUBLIC_URL: url,
       LOG_LEVEL: 'info',
+      METRICS_PORT: '0',
       ...env,
     },
   });
@@ -69,9 +72,13 @@ export async function startReplica(
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
 
+  let metricsUrl: string | undefined;
   const replica: Replica = {
     url,
     port,
+    get metricsUrl() {
+      return metricsUrl;
+    },
     child,
     waitForLog(match, { seen = false } = {}) {
       const earlier = seen ? entries.find(match) : undefined;
@@ -92,5 +99,6 @@ export async function startReplica(
   if (started.msg !== 'orders-api listening') {
     throw new Error(`replica on ${port} did not start (${started.msg}): ${stderr}${JSON.stringify(started)}`);
   }
+  if (typeof started.metrics === 'string' && started.metrics !== 'off') metricsUrl = started.metrics;
   return replica;
 }

@@ -39,7 +39,7 @@ export interface TestServer {
     variables?: Record<string, unknown>,
     opts?: { token?: string; headers?: Record<string, string> },
   ): Promise<GqlResponse>;
-  /** Current value of a Prometheus counter without labels, from /metrics. */
+  /** Current value of a Prometheus counter, from /metrics on the metrics port: `counter('x_total{code="Y"}')`. */
   counter(name: string): Promise<number>;
   /**
    * Sends one request (built on the supertest agent it is given) straight to this app and counts the SQL
@@ -135,6 +135,8 @@ export async function startTestServer(
       HOST: '127.0.0.1',
       LOG_LEVEL: 'silent',
       DATA_DIR: 'memory',
+      // Many servers share a process and production ones default to 9464: each takes a free metrics port.
+      METRICS_PORT: '0',
       ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL, DATABASE_SCHEMA: schema! } : {}),
       ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
       ...env,
@@ -206,10 +208,11 @@ export async function startTestServer(
       return { status: res.status, headers: headersOf(res), body: res.body as GqlResponse['body'] };
     },
     async counter(name) {
-      const res = await agent.get('/metrics');
+      if (!running.metricsUrl) throw new Error('this server has METRICS_PORT=off');
+      const res = await request(running.metricsUrl).get('/metrics');
       const line = res.text.split('\n').find((l) => l.startsWith(`${name} `));
       if (!line) throw new Error(`metric ${name} not found`);
-      return Number(line.split(' ')[1]);
+      return Number(line.slice(name.length + 1));
     },
     async sqlStatementsOf(build) {
       const scope = { statements: 0 };

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import request from 'supertest';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -19,7 +20,7 @@ describe('deprecation is a promise: the deprecated member works, says so, and it
 
   /** `graphql_deprecated_uses_total{member=…,client=…}` from /metrics; 0 before the first use. */
   async function uses(member: string, client: string): Promise<number> {
-    const res = await server.http.get('/metrics').expect(200);
+    const res = await request(server.running.metricsUrl!).get('/metrics').expect(200);
     const line = (res.text as string)
       .split('\n')
       .find((l) => l.startsWith(`graphql_deprecated_uses_total{member="${member}",client="${client}"} `));

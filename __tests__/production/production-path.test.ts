@@ -181,4 +181,19 @@ describe('the production build: prod dependencies only, NODE_ENV=production, an 
     assert.equal(res.body.errors?.[0]?.extensions?.code, 'GRAPHQL_VALIDATION_FAILED');
     for (const error of res.body.errors!) assert.doesNotMatch(error.message, /Did you mean/);
   });
+  test('/metrics is on METRICS_PORT, counts what the replica served, and the public port answers 404', async () => {
+    assert.ok(prod.metricsUrl, 'the production replica logged where its metrics are');
+    const scrape = async () => (await request(prod.metricsUrl!).get('/metrics').expect(200)).text;
+    const queries = (text: string) => Number(/^graphql_operations_total\{type="query"\} (\d+)/m.exec(text)?.[1] ?? 0);
+    const before = await scrape();
+    await request(prod.url).post('/graphql').send({ query: '{ products { sku } }' }).expect(200);
+    const after = await scrape();
+    assert.equal(queries(after), queries(before) + 1);
+    assert.match(after, /^http_requests_total\{route="\/graphql",method="POST",status="200"\} [1-9]/m);
+    assert.match(after, /^sql_statements_total [1-9]/m);
+    assert.match(after, /^graphql_subscriptions_open \d+$/m);
+    const pub = await request(prod.url).get('/metrics');
+    assert.equal(pub.status, 404);
+    assert.equal(pub.get('content-type'), 'application/problem+json; charset=utf-8');
+  });
 });

@@ -26,6 +26,26 @@ describe('configuration', () => {
     assert.ok(Object.isFrozen(config) && Object.isFrozen(config.oidc));
   });
 
+  test('METRICS_PORT: 9464 by default (0 under test), a port, 0 for a free one, or off; never the public port', () => {
+    assert.equal(loadConfig({}).metricsPort, 9464);
+    assert.equal(loadConfig({ NODE_ENV: 'test' }).metricsPort, 0);
+    assert.equal(loadConfig({ METRICS_PORT: '9100' }).metricsPort, 9100);
+    assert.equal(loadConfig({ METRICS_PORT: ' off ' }).metricsPort, null);
+    assert.equal(loadConfig({ METRICS_PORT: '' }).metricsPort, 9464);
+    assert.deepEqual(problemsOf({ METRICS_PORT: 'public' }), [
+      'METRICS_PORT: METRICS_PORT must be a port (0 picks a free one) or off',
+    ]);
+    assert.deepEqual(problemsOf({ METRICS_PORT: '70000' }), [
+      'METRICS_PORT: METRICS_PORT must be a port (0 picks a free one) or off',
+    ]);
+    assert.deepEqual(problemsOf({ PORT: '8080', METRICS_PORT: '8080' }), [
+      'METRICS_PORT: must differ from PORT (metrics are never served on the public port)',
+    ]);
+    assert.deepEqual(problemsOf({ METRICS_PORT: '4000' }), [
+      'METRICS_PORT: must differ from PORT (metrics are never served on the public port)',
+    ]);
+  });
+
   test('lists every problem at once', () => {
     assert.deepEqual(
       problemsOf({

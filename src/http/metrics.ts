@@ -1,5 +1,10 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Why a request or stream was turned away before any work: the protections, by name. */
+export type RefusalReason = 'rate_budget' | 'query_cost' | 'query_limits' | 'stream_limit';
 
 export function createMetrics() {
   const registry = new Registry();
@@ -31,6 +36,23 @@ export function createMetrics() {
       help: 'SQL statements sent to the database.',
       registers: [registry],
     }),
+    graphqlOperations: new Counter({
+      name: 'graphql_operations_total',
+      help: 'GraphQL operations admitted to run, by type, on every transport.',
+      labelNames: ['type'] as const,
+      registers: [registry],
+    }),
+    openSubscriptions: new Gauge({
+      name: 'graphql_subscriptions_open',
+      help: 'GraphQL subscriptions open on this replica (WebSocket and SSE).',
+      registers: [registry],
+    }),
+    refusals: new Counter({
+      name: 'refusals_total',
+      help: 'Requests and streams refused by a protection before any work, by reason.',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
   };
 }
 
@@ -38,7 +60,7 @@ export type Metrics = ReturnType<typeof createMetrics>;
 
 /** Bounded label values: a route group, never the raw path with its ids. */
 function routeGroup(path: string): string {
-  const match = /^\/(graphql|v1\/orders|v1|idp|auth|healthz|readyz|metrics)(?=\/|$)/.exec(path);
+  const match = /^\/(graphql|v1\/orders|v1|idp|auth|healthz|readyz)(?=\/|$)/.exec(path);
   return match ? `/${match[1]}` : 'other';
 }
 
@@ -52,5 +74,44 @@ export function recordRequests(metrics: Metrics) {
       metrics.httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
     });
     next();
+  };
+}
+
+/**
+ * GET /metrics on a port of its own, never the public one: operators scrape it from inside the network and the
+ * balancer does not forward to it. Anything else there is a 404.
+ */
+export async function serveMetrics(metrics: Metrics, host: string, port: number) {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' });
+      res.end('Only GET /metrics is served here.\n');
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'Content-Type': metrics.registry.contentType, 'Cache-Control': 'no-store' });
+        res.end(req.method === 'HEAD' ? undefined : text);
+      },
+      () => {
+        res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+        res.end('Collecting metrics failed.\n');
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const shown = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  return {
+    url: `http://${shown}:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

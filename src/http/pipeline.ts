@@ -114,6 +114,7 @@ export function createPipeline(deps: {
       return { errors: [clientError((error as Error).message, 'GRAPHQL_PARSE_FAILED')] };
     }
     const errors = limitErrors(document, limits);
+    if (errors.length) metrics.refusals.inc({ reason: 'query_limits' });
     return errors.length ? { errors } : { document };
   }
   const deprecations = createDeprecationMetric(metrics.registry);
@@ -169,6 +170,7 @@ export function createPipeline(deps: {
     deprecations.record(schema, document, context.principal);
     const complexity = operationCost(schema, document, operation, isRecord(variables) ? variables : {});
     if (complexity > limits.maxCost) {
+      metrics.refusals.inc({ reason: 'query_cost' });
       return {
         ok: false,
         error: clientError(
@@ -182,7 +184,10 @@ export function createPipeline(deps: {
     const charge = await budget.charge(clientKey(context.principal, clients.get(context)), requested);
     const report = { complexity, requested, remaining: charge.remaining, resetSeconds: charge.resetSeconds };
     costs.set(context, report);
-    if (charge.allowed) return { ok: true, charge, cost: report };
+    if (charge.allowed) {
+      metrics.graphqlOperations.inc({ type: operation.operation });
+      return { ok: true, charge, cost: report };
+    }
     return {
       ok: false,
       charge,

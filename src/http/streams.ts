@@ -83,8 +83,14 @@ export function createStreamRegistry(deps: {
   channelPrefix: string;
   redis?: Redis;
   logger: Logger;
+  /** Called whenever a bound turns a stream away (per IP, per user, anonymous SSE). */
+  onRefused?: () => void;
 }) {
   const { limits, logger } = deps;
+  const refused = <T>(slot: T | null): T | null => {
+    if (slot === null) deps.onRefused?.();
+    return slot;
+  };
   const sockets = counter();
   const anonymousSse = counter();
   const users = counter();
@@ -135,11 +141,11 @@ export function createStreamRegistry(deps: {
   return {
     limits,
     /** A WebSocket from this address, or null when it already holds WS_MAX_PER_IP. */
-    admitSocket: (ip: string) => sockets.take(ip, limits.wsMaxPerIp),
+    admitSocket: (ip: string) => refused(sockets.take(ip, limits.wsMaxPerIp)),
     /** An anonymous SSE stream from this address, or null when it already holds SSE_ANONYMOUS_MAX_PER_IP. */
-    admitAnonymousSse: (ip: string) => anonymousSse.take(ip, limits.sseAnonymousMaxPerIp),
+    admitAnonymousSse: (ip: string) => refused(anonymousSse.take(ip, limits.sseAnonymousMaxPerIp)),
     /** One of a user's STREAMS_MAX_PER_USER: a WebSocket subscription or an SSE stream. */
-    takeUserSlot: (subject: string) => users.take(subject, limits.maxPerUser),
+    takeUserSlot: (subject: string) => refused(users.take(subject, limits.maxPerUser)),
 
     /** Ties a stream to the session (cookie value) that authenticated it; returns the way to untie it. */
     bindSession(sessionId: string, end: Ender): Release {
