@@ -211,7 +211,7 @@ export function browserLoginFor(config: Config, issuer: string, verifier: TokenV
     ...(client.clientSecret ? { clientSecret: client.clientSecret } : {}),
     redirectUri: `${config.publicUrl}/auth/callback`,
     postLogoutRedirectUri: `${config.publicUrl}/`,
-    allowInsecureRequests: new URL(issuer).protocol === 'http:' && !config.isProduction,
+    allowInsecureRequests: new URL(issuer).protocol === 'http:' && (!config.isProduction || config.oidc.allowHttp),
     verifier,
     rolesClaim: config.oidc.rolesClaim,
   });
