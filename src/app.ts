@@ -32,6 +32,7 @@ import { databaseReplayStore, deleteExpiredProofIds, redisReplayStore } from './
 import { createEventBus } from './store/eventBus.js';
 import { deleteOldEvents } from './store/events.js';
 import { deleteExpiredKeys } from './store/idempotency.js';
+import { createStorage } from './store/repositories.js';
 import { createSweeper } from './store/sweeper.js';
 import { redisReady } from './store/redis.js';
 
@@ -48,7 +49,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   const metrics = createMetrics();
   db.onStatement = () => metrics.sqlStatements.inc();
   const bus = await createEventBus({ db, logger, pollMs: config.eventPollMs, ...(redis ? { redis } : {}) });
-  const services = countingSubscriptions(createServices(db, bus), metrics);
+  const services = countingSubscriptions(createServices(createStorage(db), bus), metrics);
   const schema = buildSchema();
   const budget = countingRefusals(
     createRateBudget({ ...config.rateLimit, redis, namespace: db.identity, logger }),

@@ -1,8 +1,5 @@
 import { DomainError, invalidInput, type InvalidField } from './errors.js';
-
-/** Allowed values of Order.status, in lifecycle order. */
-export const ORDER_STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'] as const;
-export type OrderStatus = (typeof ORDER_STATUSES)[number];
+import { ORDER_STATUSES, type OrderLineInput, type OrderStatus, type PricedLine } from './model.js';
 
 const NEXT: Readonly<Record<OrderStatus, readonly OrderStatus[]>> = {
   pending: ['paid', 'cancelled'],
@@ -11,29 +8,6 @@ const NEXT: Readonly<Record<OrderStatus, readonly OrderStatus[]>> = {
   delivered: [],
   cancelled: [],
 };
-
-export interface Order {
-  readonly id: string;
-  readonly customerId: string;
-  readonly status: OrderStatus;
-  readonly totalCents: number;
-  readonly version: number;
-  readonly createdAt: Date;
-  readonly updatedAt: Date;
-}
-
-export interface OrderItem {
-  readonly orderId: string;
-  readonly lineNo: number;
-  readonly sku: string;
-  readonly qty: number;
-  readonly unitPriceCents: number;
-}
-
-export interface OrderLineInput {
-  readonly sku: string;
-  readonly qty: number;
-}
 
 export const LIMITS = { minQty: 1, maxQty: 999, minLines: 1, maxLines: 100, maxTotalCents: 2_147_483_647 } as const;
 
@@ -59,7 +33,7 @@ export function priceLines(
   lines: readonly OrderLineInput[],
   priceOf: ReadonlyMap<string, number>,
   pointerBase = '/items',
-): { lines: { sku: string; qty: number; unitPriceCents: number }[]; totalCents: number } {
+): { lines: PricedLine[]; totalCents: number } {
   const invalid: InvalidField[] = [];
   if (lines.length < LIMITS.minLines || lines.length > LIMITS.maxLines) {
     invalid.push({ pointer: pointerBase, reason: `must hold ${LIMITS.minLines} to ${LIMITS.maxLines} lines` });

@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql';
 import type { Context } from '../context.js';
-import type { OrderEvent } from '../domain/events.js';
+import type { OrderEvent } from '../domain/model.js';
 import type { SubscriptionResolvers } from '../generated/graphql.js';
 
 function streamOf(ctx: Context) {

@@ -1,18 +1,9 @@
 import { z } from 'zod';
-import { ORDER_STATUSES, type Order } from '../domain/orders.js';
+import { EVENT_KINDS, ORDER_STATUSES, type EventKind, type Order, type OrderEvent } from '../domain/model.js';
 import type { Queryable } from './db.js';
 
-export const EVENT_KINDS = ['created', 'updated', 'deleted'] as const;
-export type EventKind = (typeof EVENT_KINDS)[number];
-
-export interface StoredEvent {
-  /** Decimal string of a bigint: monotonically increasing in commit order. */
-  readonly id: string;
-  readonly kind: EventKind;
-  /** The order as it is after the change (before it, for a deletion). */
-  readonly order: Order;
-  readonly at: Date;
-}
+/** The domain's event as the outbox stores it. */
+export type StoredEvent = OrderEvent;
 
 export const EVENT_RETENTION_HOURS = 24;
 

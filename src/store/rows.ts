@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import { ORDER_STATUSES, type Order, type OrderItem } from '../domain/orders.js';
-import type { Customer } from '../domain/customers.js';
-import type { Product } from '../domain/catalogue.js';
+import { ORDER_STATUSES, type Customer, type Order, type OrderItem, type Product } from '../domain/model.js';
 
 // Rows are validated once where they enter the program, so a schema drift fails loudly here.
 const int = z.coerce.number().int();

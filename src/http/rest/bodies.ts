@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { invalidInput, type InvalidField } from '../../domain/errors.js';
-import type { OrderLineInput } from '../../domain/orders.js';
+import type { OrderLineInput } from '../../domain/model.js';
 
 const pointer = (path: readonly PropertyKey[]) =>
   '/' + path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/');

@@ -1,5 +1,4 @@
-import type { OrderCursor } from '../../store/orders.js';
-import type { Order, OrderItem } from '../../domain/orders.js';
+import type { Order, OrderCursor, OrderItem } from '../../domain/model.js';
 
 /** The REST representation of an order: snake_case, money in integer cents. */
 export function orderJson(order: Order, items: readonly OrderItem[]) {
