@@ -279,10 +279,9 @@ async function startEmbeddedIdp({
   nodeEnv,
   ...opts
 }: Omit<EmbeddedIdpOptions, 'passwordHashing'> & { nodeEnv: Config['nodeEnv'] }) {
-  const [{ createEmbeddedIdp }, { argon2Params }] = await Promise.all([
-    import('./auth/embeddedIdp.js'),
-    import('./auth/idp/users.js'),
-  ]);
+  // One after the other: Jest's ESM linker fails when two dynamic imports race to link a module they share.
+  const { createEmbeddedIdp } = await import('./auth/embeddedIdp.js');
+  const { argon2Params } = await import('./auth/idp/users.js');
   return createEmbeddedIdp({ ...opts, passwordHashing: argon2Params(nodeEnv) });
 }
 
