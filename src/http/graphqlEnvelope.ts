@@ -2,6 +2,7 @@ import accepts from 'accepts';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AuthFailure } from './authenticate.js';
 import { isForeignOrigin } from './cookies.js';
+import type { ApiErrorCode } from './problems.js';
 
 /**
  * The GraphQL-over-HTTP envelope: the checks that come before GraphQL itself. A request that is not
@@ -28,7 +29,7 @@ export function sendGraphqlError(
   req: Request,
   res: Response,
   message: string,
-  code: string,
+  code: ApiErrorCode,
   opts: { status?: number; headers?: Record<string, string> } = {},
 ): void {
   const type = responseMediaType(req) || JSON_TYPE;

@@ -1,7 +1,8 @@
 import type { Order, OrderCursor, OrderItem } from '../../domain/model.js';
+import type { OrderRepresentation } from './contract.js';
 
 /** The REST representation of an order: snake_case, money in integer cents. */
-export function orderJson(order: Order, items: readonly OrderItem[]) {
+export function orderJson(order: Order, items: readonly OrderItem[]): OrderRepresentation {
   return {
     id: order.id,
     customer_id: order.customerId,
