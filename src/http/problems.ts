@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import type { ErrorCode, InvalidField } from '../domain/errors.js';
+import { escapeHtml } from './html.js';
 
 export interface ProblemType {
   readonly status: number;
@@ -266,9 +267,6 @@ export function sendProblem(
     .type('application/problem+json')
     .send(JSON.stringify(problemBody(code, detail, req.originalUrl, extra.invalid)));
 }
-
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** The human page behind each problem type URI. */
 export function problemPage(slug: string): string | null {

@@ -20,16 +20,12 @@ function eventOrder(event: OrderEvent, _args: unknown, ctx: Context) {
 export const Subscription: SubscriptionResolvers = {
   orderUpdated: {
     subscribe: (_parent, { id }, ctx) =>
-      ctx.services.subscriptions.orderEvents(
-        ctx.principal,
-        { kinds: ['updated'], orderId: id },
-        streamOf(ctx),
-      ) as never,
+      ctx.services.subscriptions.orderEvents(ctx.principal, { kinds: ['updated'], orderId: id }, streamOf(ctx)),
     resolve: eventOrder,
   },
   orderCreated: {
     subscribe: (_parent, _args, ctx) =>
-      ctx.services.subscriptions.orderEvents(ctx.principal, { kinds: ['created'] }, streamOf(ctx)) as never,
+      ctx.services.subscriptions.orderEvents(ctx.principal, { kinds: ['created'] }, streamOf(ctx)),
     resolve: eventOrder,
   },
 };

@@ -1,33 +1,15 @@
 import { z } from 'zod';
-import { ORDER_STATUSES, type OrderWithItems } from '../domain/model.js';
+import type { OrderWithItems } from '../domain/model.js';
 import type { IdempotencyRecord } from '../domain/ports.js';
 import type { Queryable } from './db.js';
+import { StoredOrder, StoredOrderItem } from './rows.js';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
 const KeyRow = z.object({ fingerprint: z.string(), order_id: z.string(), response: z.unknown() });
 
 /** The `response` column holds the order and lines as first created (JSON, dates as ISO strings). */
-const Created = z.object({
-  order: z.object({
-    id: z.string(),
-    customerId: z.string(),
-    status: z.enum(ORDER_STATUSES),
-    totalCents: z.number().int(),
-    version: z.number().int(),
-    createdAt: z.coerce.date(),
-    updatedAt: z.coerce.date(),
-  }),
-  items: z.array(
-    z.object({
-      orderId: z.string(),
-      lineNo: z.number().int(),
-      sku: z.string(),
-      qty: z.number().int(),
-      unitPriceCents: z.number().int(),
-    }),
-  ),
-});
+const Created = z.object({ order: StoredOrder, items: z.array(StoredOrderItem) });
 
 /** Records written before the column held a snapshot (an HTTP response, or null) read as having none. */
 function toCreated(value: unknown): OrderWithItems | null {

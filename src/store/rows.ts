@@ -31,6 +31,25 @@ const CustomerRow = z.object({
 
 const ProductRow = z.object({ sku: z.string(), name: z.string(), price_cents: int });
 
+/** An order as the store keeps it in JSON (the outbox payload, an idempotency record): camelCase, ISO dates. */
+export const StoredOrder = z.object({
+  id: z.string(),
+  customerId: z.string(),
+  status: z.enum(ORDER_STATUSES),
+  totalCents: z.number().int(),
+  version: z.number().int(),
+  createdAt: z.coerce.date(),
+  updatedAt: z.coerce.date(),
+});
+
+export const StoredOrderItem = z.object({
+  orderId: z.string(),
+  lineNo: z.number().int(),
+  sku: z.string(),
+  qty: z.number().int(),
+  unitPriceCents: z.number().int(),
+});
+
 export function toOrder(row: unknown): Order {
   const r = OrderRow.parse(row);
   return {
