@@ -9,7 +9,13 @@ const NEXT: Readonly<Record<OrderStatus, readonly OrderStatus[]>> = {
   cancelled: [],
 };
 
-export const LIMITS = { minQty: 1, maxQty: 999, minLines: 1, maxLines: 100, maxTotalCents: 2_147_483_647 } as const;
+export const ORDER_LIMITS = {
+  minQty: 1,
+  maxQty: 999,
+  minLines: 1,
+  maxLines: 100,
+  maxTotalCents: 2_147_483_647,
+} as const;
 
 export function isOrderStatus(value: string): value is OrderStatus {
   return (ORDER_STATUSES as readonly string[]).includes(value);
@@ -35,22 +41,25 @@ export function priceLines(
   pointerBase = '/items',
 ): { lines: PricedLine[]; totalCents: number } {
   const invalid: InvalidField[] = [];
-  if (lines.length < LIMITS.minLines || lines.length > LIMITS.maxLines) {
-    invalid.push({ pointer: pointerBase, reason: `must hold ${LIMITS.minLines} to ${LIMITS.maxLines} lines` });
+  if (lines.length < ORDER_LIMITS.minLines || lines.length > ORDER_LIMITS.maxLines) {
+    invalid.push({
+      pointer: pointerBase,
+      reason: `must hold ${ORDER_LIMITS.minLines} to ${ORDER_LIMITS.maxLines} lines`,
+    });
   }
-  const priced = lines.slice(0, LIMITS.maxLines).map((line, i) => {
+  const priced = lines.slice(0, ORDER_LIMITS.maxLines).map((line, i) => {
     const price = priceOf.get(line.sku);
     if (price === undefined) invalid.push({ pointer: `${pointerBase}/${i}/sku`, reason: `unknown SKU "${line.sku}"` });
-    if (!Number.isInteger(line.qty) || line.qty < LIMITS.minQty || line.qty > LIMITS.maxQty) {
+    if (!Number.isInteger(line.qty) || line.qty < ORDER_LIMITS.minQty || line.qty > ORDER_LIMITS.maxQty) {
       invalid.push({
         pointer: `${pointerBase}/${i}/qty`,
-        reason: `must be an integer from ${LIMITS.minQty} to ${LIMITS.maxQty}`,
+        reason: `must be an integer from ${ORDER_LIMITS.minQty} to ${ORDER_LIMITS.maxQty}`,
       });
     }
     return { sku: line.sku, qty: line.qty, unitPriceCents: price ?? 0 };
   });
   const totalCents = priced.reduce((sum, l) => sum + l.qty * l.unitPriceCents, 0);
-  if (invalid.length === 0 && totalCents > LIMITS.maxTotalCents) {
+  if (invalid.length === 0 && totalCents > ORDER_LIMITS.maxTotalCents) {
     invalid.push({ pointer: pointerBase, reason: 'the order total exceeds the largest amount an order may hold' });
   }
   if (invalid.length) {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MAX_LISTED_INVALID } from '../../domain/errors.js';
 import { ORDER_STATUSES } from '../../domain/model.js';
-import { LIMITS } from '../../domain/orders.js';
+import { ORDER_LIMITS } from '../../domain/orders.js';
 
 /**
  * The REST contract as zod schemas: request bodies are parsed with them, representations are typed by them,
@@ -9,7 +9,7 @@ import { LIMITS } from '../../domain/orders.js';
  * components; other metadata is merged into the schema's JSON Schema.
  *
  * Request schemas check structure only: the domain checks quantities, line counts and SKUs and reports each
- * failure with its own pointer and reason. Their bounds are documented here from the domain's LIMITS.
+ * failure with its own pointer and reason. Their bounds are documented here from the domain's ORDER_LIMITS.
  */
 export interface ContractMeta {
   id?: string;
@@ -30,7 +30,7 @@ const dateTime = () => documented(z.string(), { format: 'date-time' });
 
 // ---- Request bodies ----------------------------------------------------------------------------------------
 
-const qty = documented(z.number().int(), { minimum: LIMITS.minQty, maximum: LIMITS.maxQty });
+const qty = documented(z.number().int(), { minimum: ORDER_LIMITS.minQty, maximum: ORDER_LIMITS.maxQty });
 
 export const NewOrderLine = documented(
   z.strictObject({
@@ -41,12 +41,12 @@ export const NewOrderLine = documented(
   { id: 'NewOrderLine' },
 );
 
-/** At most this many lines are read at all; the domain then allows 1 to LIMITS.maxLines of them. */
+/** At most this many lines are read at all; the domain then allows 1 to ORDER_LIMITS.maxLines of them. */
 const MAX_PARSED_LINES = 1000;
 
 const lines = documented(z.array(NewOrderLine).max(MAX_PARSED_LINES), {
-  minItems: LIMITS.minLines,
-  maxItems: LIMITS.maxLines,
+  minItems: ORDER_LIMITS.minLines,
+  maxItems: ORDER_LIMITS.maxLines,
 });
 
 export const NewOrder = documented(
@@ -90,7 +90,7 @@ export const Order = documented(
     id: documented(z.string(), { pattern: ORDER_ID }),
     customer_id: documented(z.string(), { pattern: CUSTOMER_ID }),
     status: Status,
-    items: documented(z.array(OrderItem), { minItems: LIMITS.minLines, maxItems: LIMITS.maxLines }),
+    items: documented(z.array(OrderItem), { minItems: ORDER_LIMITS.minLines, maxItems: ORDER_LIMITS.maxLines }),
     total_cents: documented(z.number().int(), { minimum: 0 }),
     created_at: dateTime(),
     updated_at: dateTime(),
