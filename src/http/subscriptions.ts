@@ -12,6 +12,7 @@ import { ANONYMOUS, type Principal } from '../domain/policy.js';
 import type { Services } from '../domain/services.js';
 import type { AuthenticateOptions } from './authenticate.js';
 import { isForeignOrigin, readCookie } from './cookies.js';
+import { pendingWrites, SUBSCRIBER_BUFFER_BYTES, tailOf, type Fanout, type Member, type Ticket } from './fanout.js';
 import type { Pipeline } from './pipeline.js';
 import { clientIp, idleTimer, type Release, type StreamRegistry } from './streams.js';
 
@@ -48,6 +49,8 @@ function bearerFrom(params: Record<string, unknown> | undefined): string | undef
  */
 export function createWebSocketServer(deps: {
   pipeline: Pipeline;
+  /** Shared execution of subscriptions, with the SSE transport. */
+  fanout: Fanout;
   services: Services;
   verifier: TokenVerifier;
   logger: Logger;
@@ -63,6 +66,24 @@ export function createWebSocketServer(deps: {
   const { limits } = streams;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
   const states = new WeakMap<object, ConnectionState>();
+  /** Operations admitted to shared execution, by their context: the ticket and how to write to the socket. */
+  const sharing = new WeakMap<Context, { ticket: Ticket; member: Member }>();
+
+  /** Writes a shared result as a graphql-ws `next` message: only the operation id and the cost are its own. */
+  const memberOf = (socket: WebSocket, id: string, context: Context): Member => {
+    const before = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
+    const after = `${tailOf(pipeline.costOf(context))}}`;
+    const writes = pendingWrites();
+    return {
+      write(head) {
+        if (socket.readyState !== socket.OPEN) return;
+        writes.sent();
+        socket.send(before + head + after, writes.done);
+      },
+      backedUp: () => writes.tooMany() || socket.bufferedAmount > SUBSCRIBER_BUFFER_BYTES,
+      cutOff: (reason) => socket.close(CLOSE.policy, reason.slice(0, 120)),
+    };
+  };
 
   const release = (state: ConnectionState | undefined, id: string) => {
     if (!state) return;
@@ -75,10 +96,14 @@ export function createWebSocketServer(deps: {
     const state = states.get(ctx.extra)!;
     const socket: WebSocket = ctx.extra.socket;
     const log = logger.child({ reqId: state.requestId });
-    const context = createContext(services, state.principal, state.requestId, log, {
+    const context: Context = createContext(services, state.principal, state.requestId, log, {
       onEnd: (why, message) =>
         socket.close(why === 'expired' ? CLOSE.unauthorized : CLOSE.policy, message.slice(0, 120)),
       ...(state.principal.kind === 'user' && state.principal.expiresAt ? { expiresAt: state.principal.expiresAt } : {}),
+      join: (feed) => {
+        const shared = sharing.get(context);
+        return shared && deps.fanout.join(shared.ticket, feed, shared.member, context);
+      },
     });
     // Behind a balancer the budget follows the client address the proxy reports, as on HTTP.
     return pipeline.identify(context, clientIp(ctx.extra.request, deps.trustProxy));
@@ -148,8 +173,14 @@ export function createWebSocketServer(deps: {
         }
         state.slots.set(id, slot);
         state.idle.busy();
-        const prepared = await pipeline.prepare(payload, contextFor(ctx));
-        if (prepared.ok) return prepared.args;
+        const context = contextFor(ctx);
+        const prepared = await pipeline.prepare(payload, context);
+        if (prepared.ok) {
+          const ticket = deps.fanout.admit(prepared.args);
+          if (!ticket) return prepared.args;
+          sharing.set(context, { ticket, member: memberOf(ctx.extra.socket, id, context) });
+          return ticket.args;
+        }
         // A refused operation never runs, so its slot is given back now (onError would too; release is idempotent).
         release(state, id);
         return prepared.errors;
@@ -165,6 +196,7 @@ export function createWebSocketServer(deps: {
         state.idle.busy();
       },
       onNext(ctx, _id, _payload, args, result) {
+        if ((args.contextValue as Context).eventId) deps.fanout.countOwn();
         return pipeline.formatResult(result, args.contextValue as Context, (error) =>
           logger.error({ err: error, reqId: states.get(ctx.extra)?.requestId }, 'unexpected GraphQL error'),
         );
