@@ -138,6 +138,7 @@ export function createFanout(deps: { pipeline: Pipeline; metrics: Metrics; logge
       if (!group.members.has(member)) continue;
       if (member.backedUp()) {
         group.members.delete(member);
+        deps.metrics.slowSubscribers.inc();
         member.cutOff(TOO_SLOW);
       } else {
         member.write(head, event.id);
@@ -201,6 +202,9 @@ export function createFanout(deps: { pipeline: Pipeline; metrics: Metrics; logge
 
     /** Counts an event executed for one subscriber alone (the transports' own path). */
     countOwn: () => deps.metrics.subscriptionExecutions.inc({ sharing: 'own' }),
+
+    /** Counts a subscriber served on its own that was cut off for falling behind. */
+    countTooSlow: () => deps.metrics.slowSubscribers.inc(),
 
     /** Groups and members, for tests and metrics. */
     size: () => ({ groups: groups.size, members: [...groups.values()].reduce((n, g) => n + g.members.size, 0) }),

@@ -48,6 +48,11 @@ export function createMetrics() {
       labelNames: ['sharing'] as const,
       registers: [registry],
     }),
+    slowSubscribers: new Counter({
+      name: 'graphql_subscribers_too_slow_total',
+      help: 'Subscribers cut off because too many results waited for them (WebSocket close 1008, SSE stream ended).',
+      registers: [registry],
+    }),
     openSubscriptions: new Gauge({
       name: 'graphql_subscriptions_open',
       help: 'GraphQL subscriptions open on this replica (WebSocket and SSE).',

@@ -106,7 +106,10 @@ export function createSseRouter(deps: {
     const principal = raw.res!.locals.principal;
     const lastEventId = raw.get('last-event-id');
     const context: Context = createContext(deps.services, principal, String(raw.id), raw.log, {
-      onEnd: (_why, message) => enders.get(raw)?.(message),
+      onEnd: (why, message) => {
+        if (why === 'overflow') deps.fanout.countTooSlow();
+        enders.get(raw)?.(message);
+      },
       ...(principal.kind === 'user' && principal.expiresAt ? { expiresAt: principal.expiresAt } : {}),
       ...(lastEventId !== undefined && isEventId(lastEventId) ? { after: lastEventId } : {}),
       join: (feed) => {

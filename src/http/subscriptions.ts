@@ -97,8 +97,10 @@ export function createWebSocketServer(deps: {
     const socket: WebSocket = ctx.extra.socket;
     const log = logger.child({ reqId: state.requestId });
     const context: Context = createContext(services, state.principal, state.requestId, log, {
-      onEnd: (why, message) =>
-        socket.close(why === 'expired' ? CLOSE.unauthorized : CLOSE.policy, message.slice(0, 120)),
+      onEnd: (why, message) => {
+        if (why === 'overflow') deps.fanout.countTooSlow();
+        socket.close(why === 'expired' ? CLOSE.unauthorized : CLOSE.policy, message.slice(0, 120));
+      },
       ...(state.principal.kind === 'user' && state.principal.expiresAt ? { expiresAt: state.principal.expiresAt } : {}),
       join: (feed) => {
         const shared = sharing.get(context);
