@@ -42,6 +42,8 @@ try {
     ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
     // The bench measures throughput from a few users; the rate budget would refuse most of it.
     RATE_LIMIT_POINTS: process.env.RATE_LIMIT_POINTS ?? '1000000000',
+    // The fan-out bench opens thousands of WebSockets from one address.
+    ...(process.env.WS_MAX_PER_IP ? { WS_MAX_PER_IP: process.env.WS_MAX_PER_IP } : {}),
     ...(externalIssuer
       ? { OIDC_ISSUER: externalIssuer, OIDC_CLIENT_ID: 'orders-web', OIDC_CLIENT_SECRET: 'orders-web-secret' }
       : {}),

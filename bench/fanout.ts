@@ -262,6 +262,7 @@ interface FanoutResult {
     /** GET /healthz sent just before each write (idle), and as each write answered (during the fan-out). */
     readonly healthIdle: number;
     readonly healthDuringFanout: number;
+    readonly healthDuringFanoutP99: number;
     readonly healthDuringFanoutMax: number;
   };
   readonly events: readonly {
@@ -286,6 +287,8 @@ interface FanoutResult {
     readonly windowMs: number;
     readonly serverPercent: number;
     readonly serverMsPerEvent: number;
+    /** The part of it spent in the kernel (socket writes; on loopback they include the receiving side). */
+    readonly serverSystemMsPerEvent: number;
     readonly serverUsPerDelivery: number;
     readonly subscriberProcessesPercent: number;
     /** Every PostgreSQL process on the machine; null where /proc is unreadable. */
@@ -358,6 +361,8 @@ async function measure(
       DATABASE_SCHEMA: schema,
       REDIS_URL: env.redisUrl,
       BENCH_PROFILE_DIR: options.profile ? env.profileDir : undefined,
+      // Every subscriber connects from this machine's one address.
+      WS_MAX_PER_IP: String(options.connections + 100),
     },
     ['--expose-gc'],
   );
@@ -555,7 +560,9 @@ async function measure(
   }
   const profilePath = options.profile ? ((await app.request('profile-stop')) as string) : undefined;
   const windowMs = now() - windowStarted;
-  const serverCpuMs = (cpuMicros(await app.cpu()) - cpuMicros(serverCpuBefore)) / 1000;
+  const serverCpuAfter = await app.cpu();
+  const serverCpuMs = (cpuMicros(serverCpuAfter) - cpuMicros(serverCpuBefore)) / 1000;
+  const serverSystemMs = (serverCpuAfter.system - serverCpuBefore.system) / 1000;
   const machineAfter = await readMachineCpu();
   const afterEvents = await memory(`after ${options.events} events`);
 
@@ -636,6 +643,7 @@ async function measure(
       writeResponse: median(timings.map((t) => t.respondedMs - t.sentMs)),
       healthIdle: median(timings.map((t) => t.idleHealthMs)),
       healthDuringFanout: median(timings.map((t) => t.busyHealthMs)),
+      healthDuringFanoutP99: percentiles(timings.map((t) => t.busyHealthMs)).p99,
       healthDuringFanoutMax: Math.max(...timings.map((t) => t.busyHealthMs)),
     },
     events: timings.map((t) => ({
@@ -657,6 +665,7 @@ async function measure(
       windowMs,
       serverPercent: (100 * serverCpuMs) / windowMs,
       serverMsPerEvent: serverCpuMs / options.events,
+      serverSystemMsPerEvent: serverSystemMs / options.events,
       serverUsPerDelivery: (1000 * serverCpuMs) / Math.max(1, latencies.length),
       subscriberProcessesPercent: percentOfWindow(clientsCpuMs),
       postgresPercent: postgresMs === null ? null : percentOfWindow(postgresMs),
@@ -731,6 +740,7 @@ function render(r: FanoutResult): string {
     ['per event (worst): last subscriber', f1(e.lastDeliveryMax)],
     ['GET /healthz before each write (median)', f1(e.healthIdle)],
     ['GET /healthz sent as the write answers (median)', f1(e.healthDuringFanout)],
+    ['GET /healthz sent as the write answers (p99)', f1(e.healthDuringFanoutP99)],
     ['GET /healthz sent as the write answers (worst)', f1(e.healthDuringFanoutMax)],
   ]);
   const deliveries =
@@ -768,7 +778,8 @@ function render(r: FanoutResult): string {
   const cpu =
     `CPU while the events fanned out (% of one core): server ${f0(c.serverPercent)} %, subscriber processes ` +
     `${f0(c.subscriberProcessesPercent)} %, postgres ${c.postgresPercent === null ? '–' : f0(c.postgresPercent)} %, ` +
-    `other ${f0(c.otherPercent)} %, machine ${f0(c.machinePercent)} % of ${m.cpus * 100} %; server ${f1(c.serverMsPerEvent)} ms per event, ` +
+    `other ${f0(c.otherPercent)} %, machine ${f0(c.machinePercent)} % of ${m.cpus * 100} %; server ${f1(c.serverMsPerEvent)} ms per event ` +
+    `(${f1(c.serverSystemMsPerEvent)} ms of it in the kernel), ` +
     `${f1(c.serverUsPerDelivery)} µs per delivery. Connecting took ` +
     r.connect
       .map(

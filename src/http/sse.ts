@@ -86,7 +86,7 @@ export function createSseRouter(deps: {
     const writes = pendingWrites();
     return {
       write(head, eventId) {
-        const message = `id: ${eventId}\nevent: next\ndata: ${head}${after}`;
+        const message = `id: ${eventId}\nevent: next\ndata: ${head.text}${after}`;
         if (!res.headersSent) {
           early.set(raw, [...(early.get(raw) ?? []), message]);
           return;

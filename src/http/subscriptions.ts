@@ -12,7 +12,15 @@ import { ANONYMOUS, type Principal } from '../domain/policy.js';
 import type { Services } from '../domain/services.js';
 import type { AuthenticateOptions } from './authenticate.js';
 import { isForeignOrigin, readCookie } from './cookies.js';
-import { pendingWrites, SUBSCRIBER_BUFFER_BYTES, tailOf, type Fanout, type Member, type Ticket } from './fanout.js';
+import {
+  pendingWrites,
+  SUBSCRIBER_BUFFER_BYTES,
+  tailOf,
+  textFrame,
+  type Fanout,
+  type Member,
+  type Ticket,
+} from './fanout.js';
 import type { Pipeline } from './pipeline.js';
 import { clientIp, idleTimer, type Release, type StreamRegistry } from './streams.js';
 
@@ -68,17 +76,29 @@ export function createWebSocketServer(deps: {
   const states = new WeakMap<object, ConnectionState>();
   /** Operations admitted to shared execution, by their context: the ticket and how to write to the socket. */
   const sharing = new WeakMap<Context, { ticket: Ticket; member: Member }>();
+  /** The TCP socket under each WebSocket. */
+  const sockets = new WeakMap<WebSocket, Duplex>();
 
   /** Writes a shared result as a graphql-ws `next` message: only the operation id and the cost are its own. */
   const memberOf = (socket: WebSocket, id: string, context: Context): Member => {
-    const before = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
-    const after = `${tailOf(pipeline.costOf(context))}}`;
+    const before = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
+    const after = Buffer.from(`${tailOf(pipeline.costOf(context))}}`);
     const writes = pendingWrites();
+    const raw = sockets.get(socket);
+    // Without a compression extension ws writes every frame to the TCP socket as it is sent, so a whole frame
+    // written there directly cannot land inside another. Corked, a connection's messages of one slice of the
+    // fan-out leave in one system call.
+    const direct = raw && socket.extensions === '' ? raw : undefined;
     return {
       write(head) {
         if (socket.readyState !== socket.OPEN) return;
         writes.sent();
-        socket.send(before + head + after, writes.done);
+        if (direct) {
+          deps.fanout.cork(direct);
+          direct.write(textFrame(before, head.bytes, after), writes.done);
+        } else {
+          socket.send(Buffer.concat([before, head.bytes, after]), { binary: false }, writes.done);
+        }
       },
       backedUp: () => writes.tooMany() || socket.bufferedAmount > SUBSCRIBER_BUFFER_BYTES,
       cutOff: (reason) => socket.close(CLOSE.policy, reason.slice(0, 120)),
@@ -225,7 +245,10 @@ export function createWebSocketServer(deps: {
         return;
       }
       socket.once('close', admitted);
-      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        sockets.set(ws, socket);
+        wss.emit('connection', ws, req);
+      });
     },
     /** Shutdown: every client is told the server is going away (1001). */
     async close() {
