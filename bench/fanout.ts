@@ -28,6 +28,9 @@ import { renderProfile, summarizeProfile, type ProfileSummary } from './profile.
 const USAGE = `usage: npm run bench -- --fanout [options]
   --subscribers <n>     subscriptions held open at once (default 5000)
   --per-connection <n>  subscriptions per WebSocket connection, 1 to 25 (default 1)
+  --customers <n>       customers (no staff role) among the subscribers' users, besides the staff users;
+                        orders are then placed by these customers in turn, so each event reaches the
+                        staff and one customer's subscribers (default 0)
   --users <n>           distinct users (token subjects) they are spread over; each may hold at most
                         100 (default: one per 50 subscriptions)
   --clients <n>         subscriber processes on the load-generator side (default 2)
@@ -58,6 +61,7 @@ function parseOptions(args: string[]) {
       subscribers: { type: 'string', default: '5000' },
       'per-connection': { type: 'string', default: '1' },
       users: { type: 'string' },
+      customers: { type: 'string', default: '0' },
       clients: { type: 'string', default: '2' },
       events: { type: 'string', default: '20' },
       spacing: { type: 'string', default: '500' },
@@ -85,8 +89,9 @@ function parseOptions(args: string[]) {
   }
   const connections = subscribers / perConnection;
   const users = int('users', values.users ?? String(Math.ceil(subscribers / 50)), 1, connections);
-  // Connection c belongs to user c % users, so a user holds at most ceil(connections / users) of them.
-  if (Math.ceil(connections / users) * perConnection > PER_PRINCIPAL_LIMIT) {
+  const customers = int('customers', values.customers, 0, 1000);
+  // Connection c belongs to user c % (users + customers), so a user holds at most ceil(connections / that).
+  if (Math.ceil(connections / (users + customers)) * perConnection > PER_PRINCIPAL_LIMIT) {
     console.error(`--users ${users}: each would hold more than the ${PER_PRINCIPAL_LIMIT} subscriptions allowed`);
     process.exit(2);
   }
@@ -95,6 +100,7 @@ function parseOptions(args: string[]) {
     perConnection,
     connections,
     users,
+    customers,
     clients: int('clients', values.clients, 1, 8),
     events: int('events', values.events, 1, 200),
     spacingMs: int('spacing', values.spacing, 0, 10_000),
@@ -240,6 +246,7 @@ interface FanoutResult {
     readonly connections: number;
     readonly subscriptionsPerConnection: number;
     readonly users: number;
+    readonly customers: number;
     readonly clientProcesses: number;
     readonly events: number;
     readonly spacingMs: number;
@@ -396,17 +403,31 @@ async function measure(
     Array.from({ length: options.users }, (_, i) => sign(`bench-user-${String(i + 1).padStart(4, '0')}`, ['staff'])),
   );
   const writerToken = await sign('bench-writer', []);
+  const customerTokens = await Promise.all(
+    Array.from({ length: options.customers }, (_, i) => sign(`bench-customer-${String(i + 1).padStart(4, '0')}`, [])),
+  );
+  /** Every subscriber's user, and who that is: 'staff' or the customer's subject. */
+  const allTokens = [...userTokens, ...customerTokens];
+  const audienceOf = (i: number) =>
+    i < userTokens.length ? 'staff' : `bench-customer-${String(i - userTokens.length + 1).padStart(4, '0')}`;
+  /** Orders are placed by the customers in turn (with customers), else by a writer only staff see. */
+  let placed = 0;
+  const nextWriter = () => {
+    if (!customerTokens.length) return { token: writerToken, audience: 'staff' };
+    const i = placed++ % customerTokens.length;
+    return { token: customerTokens[i]!, audience: audienceOf(userTokens.length + i) };
+  };
 
   const base = process.hrtime.bigint();
   const now = () => Number(process.hrtime.bigint() - base) / 1e6;
 
   /** Places one order over REST; returns its id and when the request went out and came back. */
-  const placeOrder = async () => {
+  const placeOrder = async (writer = nextWriter()) => {
     const sentMs = now();
     const res = await fetch(`${url}/v1/orders`, {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${writerToken}`,
+        authorization: `Bearer ${writer.token}`,
         'content-type': 'application/json',
         'idempotency-key': randomUUID(),
       },
@@ -416,7 +437,10 @@ async function measure(
     const text = await res.text();
     const respondedMs = now();
     if (res.status !== 201) throw new Error(`POST /v1/orders answered ${res.status}: ${text}`);
-    return { orderId: (JSON.parse(text) as { id: string }).id, sentMs, respondedMs };
+    const orderId = (JSON.parse(text) as { id: string }).id;
+    // Who sees it: the staff, and the customer who placed it.
+    for (const c of clients) c.send({ type: 'expect', orderId, audience: writer.audience });
+    return { orderId, audience: writer.audience, sentMs, respondedMs };
   };
 
   // Each user's customer row is created on first use. Created by many concurrent subscribes of the
@@ -432,7 +456,7 @@ async function measure(
     const body = (await res.json()) as { data?: { viewer?: { customer?: { id?: string } } }; errors?: unknown };
     if (!body.data?.viewer?.customer?.id) throw new Error(`signing a user in answered ${JSON.stringify(body)}`);
   };
-  for (let i = 0; i < userTokens.length; i += 8) await Promise.all(userTokens.slice(i, i + 8).map(signIn));
+  for (let i = 0; i < allTokens.length; i += 8) await Promise.all(allTokens.slice(i, i + 8).map(signIn));
 
   /** One GET /healthz: how long a trivial request takes at this moment. */
   const health = async () => {
@@ -443,7 +467,7 @@ async function measure(
     return now() - started;
   };
   // Warm the write path (and create the writer's customer) before the baseline.
-  for (let i = 0; i < 3; i++) await placeOrder();
+  for (let i = 0; i < 3; i++) await placeOrder({ token: writerToken, audience: 'staff' });
   const memory = async (label: string) => {
     const m = (await app.request('memory')) as MemoryReading;
     log(`memory ${label}: rss ${mb(m.rss)} MB, heapUsed ${mb(m.heapUsed)} MB${m.collected ? '' : ' (no GC)'}`);
@@ -454,7 +478,11 @@ async function measure(
   // Connection c goes to process c % clients and signs in as user c % users.
   for (let p = 0; p < options.clients; p++) {
     const tokens: string[] = [];
-    for (let c = p; c < options.connections; c += options.clients) tokens.push(userTokens[c % options.users]!);
+    const audiences: string[] = [];
+    for (let c = p; c < options.connections; c += options.clients) {
+      tokens.push(allTokens[c % allTokens.length]!);
+      audiences.push(audienceOf(c % allTokens.length));
+    }
     clients.push(
       startClient(p, {
         type: 'init',
@@ -463,6 +491,7 @@ async function measure(
         base: base.toString(),
         perConnection: options.perConnection,
         tokens,
+        audiences,
         concurrency: HANDSHAKES_IN_FLIGHT_PER_CLIENT,
       }),
     );
@@ -492,9 +521,13 @@ async function measure(
    */
   const probe = async () => {
     for (let attempt = 1; attempt <= 5; attempt++) {
-      const { orderId } = await placeOrder();
-      const got = await Promise.all(clients.map((c) => c.deliveredOf(orderId, 5_000)));
-      if (got.every(Boolean)) return attempt;
+      let all = true;
+      for (let i = 0; i < Math.max(1, customerTokens.length); i++) {
+        const { orderId } = await placeOrder();
+        const got = await Promise.all(clients.map((c) => c.deliveredOf(orderId, 5_000)));
+        all &&= got.every(Boolean);
+      }
+      if (all) return attempt;
     }
     const reports = await reportsOf([]);
     const seen = reports.map((r) => `${r.nextMessages} next messages, problems: ${r.problems.join('; ') || 'none'}`);
@@ -536,11 +569,13 @@ async function measure(
   const windowStarted = now();
   if (options.profile) await app.request('profile-start');
   const timings: EventTiming[] = [];
+  const audiences: string[] = [];
   let timedOut = 0;
   for (let e = 0; e < options.events; e++) {
     await sleep(options.spacingMs);
     const idleHealthMs = await health();
-    const { orderId, sentMs, respondedMs } = await placeOrder();
+    const { orderId, audience, sentMs, respondedMs } = await placeOrder();
+    audiences.push(audience);
     // Sent as the write answers, while the event is being fanned out: how long other requests wait.
     const [busyHealthMs, got] = await Promise.all([
       health(),
@@ -573,17 +608,24 @@ async function measure(
   const clientsCpuMs = (reports.reduce((n, r) => n + cpuMicros(r.cpu), 0) - clientsCpuBefore) / 1000;
   const latencies: number[] = [];
   let missing = 0;
+  let leaked = 0;
+  let expected = 0;
   for (const r of reports) {
     for (let s = 0; s < r.subscriptions; s++) {
+      const sees = (e: number) => r.audiences[s] === 'staff' || r.audiences[s] === audiences[e];
       for (let e = 0; e < orderIds.length; e++) {
         const at = r.times[s * orderIds.length + e]!;
+        if (!sees(e)) {
+          if (at >= 0) leaked++;
+          continue;
+        }
+        expected++;
         if (at < 0) missing++;
         else latencies.push(at - timings[e]!.sentMs);
       }
     }
   }
   const subscriptions = reports.reduce((n, r) => n + r.subscriptions, 0);
-  const expected = options.subscribers * options.events;
   const duplicates = reports.reduce((n, r) => n + r.duplicates, 0);
   const outOfOrder = reports.reduce((n, r) => n + r.outOfOrder, 0);
   const clientProblems = reports.flatMap((r) => r.problems);
@@ -597,6 +639,7 @@ async function measure(
       : []),
     ...(connectionFailures ? [`${connectionFailures} connections failed: ${connectErrors.join('; ')}`] : []),
     ...(missing ? [`${missing} deliveries missing`] : []),
+    ...(leaked ? [`${leaked} deliveries of orders the subscriber may not see`] : []),
     ...(duplicates ? [`${duplicates} duplicate deliveries`] : []),
     ...(outOfOrder ? [`${outOfOrder} subscriptions received eventIds out of order`] : []),
     ...(timedOut ? [`${timedOut} events did not reach everyone within ${DELIVERY_TIMEOUT_MS} ms`] : []),
@@ -629,6 +672,7 @@ async function measure(
       connections: options.connections,
       subscriptionsPerConnection: options.perConnection,
       users: options.users,
+      customers: options.customers,
       clientProcesses: options.clients,
       events: options.events,
       spacingMs: options.spacingMs,
@@ -692,6 +736,7 @@ async function measure(
   // One entry per kind of run: the default shape under the event bus's name, others described.
   const entry = [
     env.mode,
+    options.customers ? `${options.users} staff and ${options.customers} customers` : '',
     options.subscribers !== 5000 ? `${options.subscribers} subscribers` : '',
     options.perConnection !== 1 ? `${options.perConnection} per connection` : '',
     options.profile ? 'profiled' : '',
@@ -724,7 +769,7 @@ function render(r: FanoutResult): string {
     `\nSubscription fan-out — ${f0(m.subscribers)} subscribers on one server process ` +
     `(${f0(m.connections)} WebSocket connections × ${m.subscriptionsPerConnection} ` +
     `subscription${m.subscriptionsPerConnection > 1 ? 's' : ''}, ` +
-    `${m.users} users, ${m.clientProcesses} subscriber processes), ${m.events} orders placed over REST ` +
+    `${m.users} staff users${m.customers ? ` and ${m.customers} customers` : ''}, ${m.clientProcesses} subscriber processes), ${m.events} orders placed over REST ` +
     `${m.spacingMs} ms apart, event bus: ${m.eventBus}, ${m.cpus} CPUs, Node ${m.node}` +
     (m.profiled ? ' — PROFILED, latencies are inflated by the profiler' : '');
   const latencyTable = table([

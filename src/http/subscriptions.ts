@@ -38,6 +38,7 @@ const CLOSE = {
 interface ConnectionState {
   principal: Principal;
   requestId: string;
+  log?: Logger;
   /** Each operation's hold on a slot, by operation id; released once whichever way it ends. */
   slots: Map<string, Release>;
   idle: ReturnType<typeof idleTimer>;
@@ -115,7 +116,8 @@ export function createWebSocketServer(deps: {
   const contextFor = (ctx: WsContext<Record<string, unknown>, Extra>) => {
     const state = states.get(ctx.extra)!;
     const socket: WebSocket = ctx.extra.socket;
-    const log = logger.child({ reqId: state.requestId });
+    // One child logger per connection: its operations share the connection's request id.
+    const log = (state.log ??= logger.child({ reqId: state.requestId }));
     const context: Context = createContext(services, state.principal, state.requestId, log, {
       onEnd: (why, message) => {
         if (why === 'overflow') deps.fanout.countTooSlow();
