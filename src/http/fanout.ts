@@ -65,6 +65,7 @@ export interface Ticket {
 }
 
 interface Group {
+  readonly key: string;
   readonly text: string;
   readonly args: ExecutionArgs;
   readonly context: Context;
@@ -194,6 +195,7 @@ export function createFanout(deps: { pipeline: Pipeline; metrics: Metrics; logge
         doc.groups += 1;
         documents.set(text, doc);
         const created: Group = {
+          key,
           text,
           args: { ...ticket.args, document: doc.document, contextValue: undefined },
           context,
@@ -211,11 +213,12 @@ export function createFanout(deps: { pipeline: Pipeline; metrics: Metrics; logge
       }
       const joined = group;
       joined.members.add(member);
+      // The group's own key, not this join's copy of it: a member holds nothing of its own but its envelope.
       return () => {
         joined.members.delete(member);
-        if (joined.members.size || groups.get(key) !== joined) return;
+        if (joined.members.size || groups.get(joined.key) !== joined) return;
         joined.unlisten();
-        groups.delete(key);
+        groups.delete(joined.key);
         const doc = documents.get(joined.text);
         if (doc && --doc.groups <= 0) documents.delete(joined.text);
       };

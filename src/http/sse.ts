@@ -114,6 +114,7 @@ export function createSseRouter(deps: {
       ...(lastEventId !== undefined && isEventId(lastEventId) ? { after: lastEventId } : {}),
       join: (feed) => {
         const shared = sharing.get(context);
+        sharing.delete(context);
         return shared && deps.fanout.join(shared.ticket, feed, shared.member, context);
       },
     });

@@ -126,6 +126,7 @@ export function createWebSocketServer(deps: {
       ...(state.principal.kind === 'user' && state.principal.expiresAt ? { expiresAt: state.principal.expiresAt } : {}),
       join: (feed) => {
         const shared = sharing.get(context);
+        sharing.delete(context);
         return shared && deps.fanout.join(shared.ticket, feed, shared.member, context);
       },
     });
@@ -165,6 +166,11 @@ export function createWebSocketServer(deps: {
         }
         try {
           state.principal = await verifier.verify(token);
+          // graphql-ws keeps the connection parameters for the socket's lifetime; the credential is not needed again.
+          const params = ctx.connectionParams as Record<string, unknown>;
+          delete params.authorization;
+          delete params.Authorization;
+          delete params.token;
           return true;
         } catch (error) {
           if (!(error instanceof InvalidTokenError)) logger.error({ err: error }, 'token verification failed');
