@@ -37,6 +37,8 @@ const USAGE = `usage: npm run bench -- --fanout [options]
   --events <n>          measured events: orders placed over REST one at a time (default 20)
   --spacing <ms>        pause between one event's last delivery and the next write (default 500)
   --profile             CPU-profile the app while the measured events fan out (slows it)
+  --compiled            run the app from dist/ (\`npm run build\` first), as production does, instead of
+                        the sources through tsx
 Set REDIS_URL to run the event bus over Redis pub/sub; each mode keeps its own entry in
 bench/results/fanout.json.`;
 
@@ -66,6 +68,7 @@ function parseOptions(args: string[]) {
       events: { type: 'string', default: '20' },
       spacing: { type: 'string', default: '500' },
       profile: { type: 'boolean', default: false },
+      compiled: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
@@ -105,6 +108,7 @@ function parseOptions(args: string[]) {
     events: int('events', values.events, 1, 200),
     spacingMs: int('spacing', values.spacing, 0, 10_000),
     profile: values.profile,
+    compiled: values.compiled,
   };
 }
 
@@ -251,6 +255,7 @@ interface FanoutResult {
     readonly events: number;
     readonly spacingMs: number;
     readonly profiled: boolean;
+    readonly compiled: boolean;
   };
   readonly deliveries: {
     readonly received: number;
@@ -368,6 +373,7 @@ async function measure(
       DATABASE_SCHEMA: schema,
       REDIS_URL: env.redisUrl,
       BENCH_PROFILE_DIR: options.profile ? env.profileDir : undefined,
+      BENCH_COMPILED: options.compiled ? '1' : undefined,
       // Every subscriber connects from this machine's one address.
       WS_MAX_PER_IP: String(options.connections + 100),
     },
@@ -677,6 +683,7 @@ async function measure(
       events: options.events,
       spacingMs: options.spacingMs,
       profiled: options.profile,
+      compiled: options.compiled,
     },
     deliveries: { received: latencies.length, expected, missing, duplicates, outOfOrderSubscriptions: outOfOrder },
     latencyMs: latency,
@@ -740,6 +747,7 @@ async function measure(
     options.subscribers !== 5000 ? `${options.subscribers} subscribers` : '',
     options.perConnection !== 1 ? `${options.perConnection} per connection` : '',
     options.profile ? 'profiled' : '',
+    options.compiled ? 'compiled' : '',
   ]
     .filter(Boolean)
     .join(', ');
@@ -770,7 +778,8 @@ function render(r: FanoutResult): string {
     `(${f0(m.connections)} WebSocket connections × ${m.subscriptionsPerConnection} ` +
     `subscription${m.subscriptionsPerConnection > 1 ? 's' : ''}, ` +
     `${m.users} staff users${m.customers ? ` and ${m.customers} customers` : ''}, ${m.clientProcesses} subscriber processes), ${m.events} orders placed over REST ` +
-    `${m.spacingMs} ms apart, event bus: ${m.eventBus}, ${m.cpus} CPUs, Node ${m.node}` +
+    `${m.spacingMs} ms apart, event bus: ${m.eventBus}, ${m.cpus} CPUs, Node ${m.node}, ` +
+    `app ${m.compiled ? 'compiled (dist/)' : 'from the sources (tsx)'}` +
     (m.profiled ? ' — PROFILED, latencies are inflated by the profiler' : '');
   const latencyTable = table([
     ['latency: write sent → `next` received', 'ms'],
