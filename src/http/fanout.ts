@@ -194,11 +194,13 @@ export function createFanout(deps: { pipeline: Pipeline; metrics: Metrics; logge
         const doc = documents.get(text) ?? { document: ticket.args.document, groups: 0 };
         doc.groups += 1;
         documents.set(text, doc);
+        // The first member's context without its stream: the group must not keep that subscriber's socket.
+        const { stream: _stream, ...shared } = context;
         const created: Group = {
           key,
           text,
           args: { ...ticket.args, document: doc.document, contextValue: undefined },
-          context,
+          context: shared,
           members: new Set(),
           unlisten: () => {},
           queue: Promise.resolve(),
