@@ -28,12 +28,17 @@ import { renderProfile, summarizeProfile, type ProfileSummary } from './profile.
 const USAGE = `usage: npm run bench -- --fanout [options]
   --subscribers <n>     subscriptions held open at once (default 5000)
   --per-connection <n>  subscriptions per WebSocket connection, 1 to 25 (default 1)
+  --customers <n>       customers (no staff role) among the subscribers' users, besides the staff users;
+                        orders are then placed by these customers in turn, so each event reaches the
+                        staff and one customer's subscribers (default 0)
   --users <n>           distinct users (token subjects) they are spread over; each may hold at most
                         100 (default: one per 50 subscriptions)
   --clients <n>         subscriber processes on the load-generator side (default 2)
   --events <n>          measured events: orders placed over REST one at a time (default 20)
   --spacing <ms>        pause between one event's last delivery and the next write (default 500)
   --profile             CPU-profile the app while the measured events fan out (slows it)
+  --compiled            run the app from dist/ (\`npm run build\` first), as production does, instead of
+                        the sources through tsx
 Set REDIS_URL to run the event bus over Redis pub/sub; each mode keeps its own entry in
 bench/results/fanout.json.`;
 
@@ -58,10 +63,12 @@ function parseOptions(args: string[]) {
       subscribers: { type: 'string', default: '5000' },
       'per-connection': { type: 'string', default: '1' },
       users: { type: 'string' },
+      customers: { type: 'string', default: '0' },
       clients: { type: 'string', default: '2' },
       events: { type: 'string', default: '20' },
       spacing: { type: 'string', default: '500' },
       profile: { type: 'boolean', default: false },
+      compiled: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
@@ -85,8 +92,9 @@ function parseOptions(args: string[]) {
   }
   const connections = subscribers / perConnection;
   const users = int('users', values.users ?? String(Math.ceil(subscribers / 50)), 1, connections);
-  // Connection c belongs to user c % users, so a user holds at most ceil(connections / users) of them.
-  if (Math.ceil(connections / users) * perConnection > PER_PRINCIPAL_LIMIT) {
+  const customers = int('customers', values.customers, 0, 1000);
+  // Connection c belongs to user c % (users + customers), so a user holds at most ceil(connections / that).
+  if (Math.ceil(connections / (users + customers)) * perConnection > PER_PRINCIPAL_LIMIT) {
     console.error(`--users ${users}: each would hold more than the ${PER_PRINCIPAL_LIMIT} subscriptions allowed`);
     process.exit(2);
   }
@@ -95,10 +103,12 @@ function parseOptions(args: string[]) {
     perConnection,
     connections,
     users,
+    customers,
     clients: int('clients', values.clients, 1, 8),
     events: int('events', values.events, 1, 200),
     spacingMs: int('spacing', values.spacing, 0, 10_000),
     profile: values.profile,
+    compiled: values.compiled,
   };
 }
 
@@ -240,10 +250,12 @@ interface FanoutResult {
     readonly connections: number;
     readonly subscriptionsPerConnection: number;
     readonly users: number;
+    readonly customers: number;
     readonly clientProcesses: number;
     readonly events: number;
     readonly spacingMs: number;
     readonly profiled: boolean;
+    readonly compiled: boolean;
   };
   readonly deliveries: {
     readonly received: number;
@@ -262,6 +274,7 @@ interface FanoutResult {
     /** GET /healthz sent just before each write (idle), and as each write answered (during the fan-out). */
     readonly healthIdle: number;
     readonly healthDuringFanout: number;
+    readonly healthDuringFanoutP99: number;
     readonly healthDuringFanoutMax: number;
   };
   readonly events: readonly {
@@ -286,6 +299,8 @@ interface FanoutResult {
     readonly windowMs: number;
     readonly serverPercent: number;
     readonly serverMsPerEvent: number;
+    /** The part of it spent in the kernel (socket writes; on loopback they include the receiving side). */
+    readonly serverSystemMsPerEvent: number;
     readonly serverUsPerDelivery: number;
     readonly subscriberProcessesPercent: number;
     /** Every PostgreSQL process on the machine; null where /proc is unreadable. */
@@ -358,6 +373,9 @@ async function measure(
       DATABASE_SCHEMA: schema,
       REDIS_URL: env.redisUrl,
       BENCH_PROFILE_DIR: options.profile ? env.profileDir : undefined,
+      BENCH_COMPILED: options.compiled ? '1' : undefined,
+      // Every subscriber connects from this machine's one address.
+      WS_MAX_PER_IP: String(options.connections + 100),
     },
     ['--expose-gc'],
   );
@@ -391,17 +409,31 @@ async function measure(
     Array.from({ length: options.users }, (_, i) => sign(`bench-user-${String(i + 1).padStart(4, '0')}`, ['staff'])),
   );
   const writerToken = await sign('bench-writer', []);
+  const customerTokens = await Promise.all(
+    Array.from({ length: options.customers }, (_, i) => sign(`bench-customer-${String(i + 1).padStart(4, '0')}`, [])),
+  );
+  /** Every subscriber's user, and who that is: 'staff' or the customer's subject. */
+  const allTokens = [...userTokens, ...customerTokens];
+  const audienceOf = (i: number) =>
+    i < userTokens.length ? 'staff' : `bench-customer-${String(i - userTokens.length + 1).padStart(4, '0')}`;
+  /** Orders are placed by the customers in turn (with customers), else by a writer only staff see. */
+  let placed = 0;
+  const nextWriter = () => {
+    if (!customerTokens.length) return { token: writerToken, audience: 'staff' };
+    const i = placed++ % customerTokens.length;
+    return { token: customerTokens[i]!, audience: audienceOf(userTokens.length + i) };
+  };
 
   const base = process.hrtime.bigint();
   const now = () => Number(process.hrtime.bigint() - base) / 1e6;
 
   /** Places one order over REST; returns its id and when the request went out and came back. */
-  const placeOrder = async () => {
+  const placeOrder = async (writer = nextWriter()) => {
     const sentMs = now();
     const res = await fetch(`${url}/v1/orders`, {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${writerToken}`,
+        authorization: `Bearer ${writer.token}`,
         'content-type': 'application/json',
         'idempotency-key': randomUUID(),
       },
@@ -411,7 +443,10 @@ async function measure(
     const text = await res.text();
     const respondedMs = now();
     if (res.status !== 201) throw new Error(`POST /v1/orders answered ${res.status}: ${text}`);
-    return { orderId: (JSON.parse(text) as { id: string }).id, sentMs, respondedMs };
+    const orderId = (JSON.parse(text) as { id: string }).id;
+    // Who sees it: the staff, and the customer who placed it.
+    for (const c of clients) c.send({ type: 'expect', orderId, audience: writer.audience });
+    return { orderId, audience: writer.audience, sentMs, respondedMs };
   };
 
   // Each user's customer row is created on first use. Created by many concurrent subscribes of the
@@ -427,7 +462,7 @@ async function measure(
     const body = (await res.json()) as { data?: { viewer?: { customer?: { id?: string } } }; errors?: unknown };
     if (!body.data?.viewer?.customer?.id) throw new Error(`signing a user in answered ${JSON.stringify(body)}`);
   };
-  for (let i = 0; i < userTokens.length; i += 8) await Promise.all(userTokens.slice(i, i + 8).map(signIn));
+  for (let i = 0; i < allTokens.length; i += 8) await Promise.all(allTokens.slice(i, i + 8).map(signIn));
 
   /** One GET /healthz: how long a trivial request takes at this moment. */
   const health = async () => {
@@ -438,7 +473,7 @@ async function measure(
     return now() - started;
   };
   // Warm the write path (and create the writer's customer) before the baseline.
-  for (let i = 0; i < 3; i++) await placeOrder();
+  for (let i = 0; i < 3; i++) await placeOrder({ token: writerToken, audience: 'staff' });
   const memory = async (label: string) => {
     const m = (await app.request('memory')) as MemoryReading;
     log(`memory ${label}: rss ${mb(m.rss)} MB, heapUsed ${mb(m.heapUsed)} MB${m.collected ? '' : ' (no GC)'}`);
@@ -449,7 +484,11 @@ async function measure(
   // Connection c goes to process c % clients and signs in as user c % users.
   for (let p = 0; p < options.clients; p++) {
     const tokens: string[] = [];
-    for (let c = p; c < options.connections; c += options.clients) tokens.push(userTokens[c % options.users]!);
+    const audiences: string[] = [];
+    for (let c = p; c < options.connections; c += options.clients) {
+      tokens.push(allTokens[c % allTokens.length]!);
+      audiences.push(audienceOf(c % allTokens.length));
+    }
     clients.push(
       startClient(p, {
         type: 'init',
@@ -458,6 +497,7 @@ async function measure(
         base: base.toString(),
         perConnection: options.perConnection,
         tokens,
+        audiences,
         concurrency: HANDSHAKES_IN_FLIGHT_PER_CLIENT,
       }),
     );
@@ -487,9 +527,13 @@ async function measure(
    */
   const probe = async () => {
     for (let attempt = 1; attempt <= 5; attempt++) {
-      const { orderId } = await placeOrder();
-      const got = await Promise.all(clients.map((c) => c.deliveredOf(orderId, 5_000)));
-      if (got.every(Boolean)) return attempt;
+      let all = true;
+      for (let i = 0; i < Math.max(1, customerTokens.length); i++) {
+        const { orderId } = await placeOrder();
+        const got = await Promise.all(clients.map((c) => c.deliveredOf(orderId, 5_000)));
+        all &&= got.every(Boolean);
+      }
+      if (all) return attempt;
     }
     const reports = await reportsOf([]);
     const seen = reports.map((r) => `${r.nextMessages} next messages, problems: ${r.problems.join('; ') || 'none'}`);
@@ -531,11 +575,13 @@ async function measure(
   const windowStarted = now();
   if (options.profile) await app.request('profile-start');
   const timings: EventTiming[] = [];
+  const audiences: string[] = [];
   let timedOut = 0;
   for (let e = 0; e < options.events; e++) {
     await sleep(options.spacingMs);
     const idleHealthMs = await health();
-    const { orderId, sentMs, respondedMs } = await placeOrder();
+    const { orderId, audience, sentMs, respondedMs } = await placeOrder();
+    audiences.push(audience);
     // Sent as the write answers, while the event is being fanned out: how long other requests wait.
     const [busyHealthMs, got] = await Promise.all([
       health(),
@@ -555,7 +601,9 @@ async function measure(
   }
   const profilePath = options.profile ? ((await app.request('profile-stop')) as string) : undefined;
   const windowMs = now() - windowStarted;
-  const serverCpuMs = (cpuMicros(await app.cpu()) - cpuMicros(serverCpuBefore)) / 1000;
+  const serverCpuAfter = await app.cpu();
+  const serverCpuMs = (cpuMicros(serverCpuAfter) - cpuMicros(serverCpuBefore)) / 1000;
+  const serverSystemMs = (serverCpuAfter.system - serverCpuBefore.system) / 1000;
   const machineAfter = await readMachineCpu();
   const afterEvents = await memory(`after ${options.events} events`);
 
@@ -566,17 +614,24 @@ async function measure(
   const clientsCpuMs = (reports.reduce((n, r) => n + cpuMicros(r.cpu), 0) - clientsCpuBefore) / 1000;
   const latencies: number[] = [];
   let missing = 0;
+  let leaked = 0;
+  let expected = 0;
   for (const r of reports) {
     for (let s = 0; s < r.subscriptions; s++) {
+      const sees = (e: number) => r.audiences[s] === 'staff' || r.audiences[s] === audiences[e];
       for (let e = 0; e < orderIds.length; e++) {
         const at = r.times[s * orderIds.length + e]!;
+        if (!sees(e)) {
+          if (at >= 0) leaked++;
+          continue;
+        }
+        expected++;
         if (at < 0) missing++;
         else latencies.push(at - timings[e]!.sentMs);
       }
     }
   }
   const subscriptions = reports.reduce((n, r) => n + r.subscriptions, 0);
-  const expected = options.subscribers * options.events;
   const duplicates = reports.reduce((n, r) => n + r.duplicates, 0);
   const outOfOrder = reports.reduce((n, r) => n + r.outOfOrder, 0);
   const clientProblems = reports.flatMap((r) => r.problems);
@@ -590,6 +645,7 @@ async function measure(
       : []),
     ...(connectionFailures ? [`${connectionFailures} connections failed: ${connectErrors.join('; ')}`] : []),
     ...(missing ? [`${missing} deliveries missing`] : []),
+    ...(leaked ? [`${leaked} deliveries of orders the subscriber may not see`] : []),
     ...(duplicates ? [`${duplicates} duplicate deliveries`] : []),
     ...(outOfOrder ? [`${outOfOrder} subscriptions received eventIds out of order`] : []),
     ...(timedOut ? [`${timedOut} events did not reach everyone within ${DELIVERY_TIMEOUT_MS} ms`] : []),
@@ -622,10 +678,12 @@ async function measure(
       connections: options.connections,
       subscriptionsPerConnection: options.perConnection,
       users: options.users,
+      customers: options.customers,
       clientProcesses: options.clients,
       events: options.events,
       spacingMs: options.spacingMs,
       profiled: options.profile,
+      compiled: options.compiled,
     },
     deliveries: { received: latencies.length, expected, missing, duplicates, outOfOrderSubscriptions: outOfOrder },
     latencyMs: latency,
@@ -636,6 +694,7 @@ async function measure(
       writeResponse: median(timings.map((t) => t.respondedMs - t.sentMs)),
       healthIdle: median(timings.map((t) => t.idleHealthMs)),
       healthDuringFanout: median(timings.map((t) => t.busyHealthMs)),
+      healthDuringFanoutP99: percentiles(timings.map((t) => t.busyHealthMs)).p99,
       healthDuringFanoutMax: Math.max(...timings.map((t) => t.busyHealthMs)),
     },
     events: timings.map((t) => ({
@@ -657,6 +716,7 @@ async function measure(
       windowMs,
       serverPercent: (100 * serverCpuMs) / windowMs,
       serverMsPerEvent: serverCpuMs / options.events,
+      serverSystemMsPerEvent: serverSystemMs / options.events,
       serverUsPerDelivery: (1000 * serverCpuMs) / Math.max(1, latencies.length),
       subscriberProcessesPercent: percentOfWindow(clientsCpuMs),
       postgresPercent: postgresMs === null ? null : percentOfWindow(postgresMs),
@@ -683,9 +743,11 @@ async function measure(
   // One entry per kind of run: the default shape under the event bus's name, others described.
   const entry = [
     env.mode,
+    options.customers ? `${options.users} staff and ${options.customers} customers` : '',
     options.subscribers !== 5000 ? `${options.subscribers} subscribers` : '',
     options.perConnection !== 1 ? `${options.perConnection} per connection` : '',
     options.profile ? 'profiled' : '',
+    options.compiled ? 'compiled' : '',
   ]
     .filter(Boolean)
     .join(', ');
@@ -715,8 +777,9 @@ function render(r: FanoutResult): string {
     `\nSubscription fan-out — ${f0(m.subscribers)} subscribers on one server process ` +
     `(${f0(m.connections)} WebSocket connections × ${m.subscriptionsPerConnection} ` +
     `subscription${m.subscriptionsPerConnection > 1 ? 's' : ''}, ` +
-    `${m.users} users, ${m.clientProcesses} subscriber processes), ${m.events} orders placed over REST ` +
-    `${m.spacingMs} ms apart, event bus: ${m.eventBus}, ${m.cpus} CPUs, Node ${m.node}` +
+    `${m.users} staff users${m.customers ? ` and ${m.customers} customers` : ''}, ${m.clientProcesses} subscriber processes), ${m.events} orders placed over REST ` +
+    `${m.spacingMs} ms apart, event bus: ${m.eventBus}, ${m.cpus} CPUs, Node ${m.node}, ` +
+    `app ${m.compiled ? 'compiled (dist/)' : 'from the sources (tsx)'}` +
     (m.profiled ? ' — PROFILED, latencies are inflated by the profiler' : '');
   const latencyTable = table([
     ['latency: write sent → `next` received', 'ms'],
@@ -731,6 +794,7 @@ function render(r: FanoutResult): string {
     ['per event (worst): last subscriber', f1(e.lastDeliveryMax)],
     ['GET /healthz before each write (median)', f1(e.healthIdle)],
     ['GET /healthz sent as the write answers (median)', f1(e.healthDuringFanout)],
+    ['GET /healthz sent as the write answers (p99)', f1(e.healthDuringFanoutP99)],
     ['GET /healthz sent as the write answers (worst)', f1(e.healthDuringFanoutMax)],
   ]);
   const deliveries =
@@ -768,7 +832,8 @@ function render(r: FanoutResult): string {
   const cpu =
     `CPU while the events fanned out (% of one core): server ${f0(c.serverPercent)} %, subscriber processes ` +
     `${f0(c.subscriberProcessesPercent)} %, postgres ${c.postgresPercent === null ? '–' : f0(c.postgresPercent)} %, ` +
-    `other ${f0(c.otherPercent)} %, machine ${f0(c.machinePercent)} % of ${m.cpus * 100} %; server ${f1(c.serverMsPerEvent)} ms per event, ` +
+    `other ${f0(c.otherPercent)} %, machine ${f0(c.machinePercent)} % of ${m.cpus * 100} %; server ${f1(c.serverMsPerEvent)} ms per event ` +
+    `(${f1(c.serverSystemMsPerEvent)} ms of it in the kernel), ` +
     `${f1(c.serverUsPerDelivery)} µs per delivery. Connecting took ` +
     r.connect
       .map(

@@ -14,6 +14,7 @@ const CLOSE_TIMEOUT_MS = 5_000;
 const MAX_PROBLEM_EXAMPLES = 8;
 
 interface Subscription {
+  readonly audience: string;
   /** orderId → receive time (ms since base). */
   readonly received: Map<string, number>;
   lastEventId: bigint;
@@ -35,8 +36,20 @@ let closing = false;
 let nextMessages = 0;
 let problemCount = 0;
 const problems: string[] = [];
-/** orderId → [deliveries so far, first receive time]. */
-const counts = new Map<string, [number, number]>();
+/** orderId → [deliveries so far, first receive time, last receive time]. */
+const counts = new Map<string, [number, number, number]>();
+/** Live subscriptions by audience, and the audience each announced order belongs to. */
+const liveBy = new Map<string, number>();
+const expected = new Map<string, string>();
+
+/** Reports an order once every live subscription that may see it has it. */
+function checkDelivered(orderId: string): void {
+  const count = counts.get(orderId);
+  const audience = expected.get(orderId);
+  if (!count || audience === undefined) return;
+  const want = (liveBy.get('staff') ?? 0) + (audience === 'staff' ? 0 : (liveBy.get(audience) ?? 0));
+  if (count[0] === want) send({ type: 'delivered', orderId, firstMs: count[1], lastMs: count[2] });
+}
 
 function send(message: FromClient): void {
   process.send?.(message);
@@ -72,18 +85,19 @@ function onNext(sub: Subscription, message: Message, at: number): void {
     return;
   }
   sub.received.set(order.id, at);
-  const count = counts.get(order.id) ?? [0, at];
+  const count = counts.get(order.id) ?? [0, at, at];
   count[0]++;
+  count[2] = at;
   counts.set(order.id, count);
-  if (count[0] === live) send({ type: 'delivered', orderId: order.id, firstMs: count[1], lastMs: at });
+  checkDelivered(order.id);
 }
 
 /** Opens one connection, and resolves once the server has acknowledged it and the subscribes are sent. */
-function open(token: string, cfg: Init): Promise<void> {
+function open(token: string, audience: string, cfg: Init): Promise<void> {
   const first = subscriptions.length;
   const mine: Subscription[] = [];
   for (let i = 0; i < cfg.perConnection; i++) {
-    const sub: Subscription = { received: new Map(), lastEventId: 0n, duplicates: 0, outOfOrder: false };
+    const sub: Subscription = { audience, received: new Map(), lastEventId: 0n, duplicates: 0, outOfOrder: false };
     subscriptions.push(sub);
     mine.push(sub);
   }
@@ -123,6 +137,7 @@ function open(token: string, cfg: Init): Promise<void> {
             ws.send(JSON.stringify({ id: String(i), type: 'subscribe', payload: { query: cfg.query } }));
           }
           live += cfg.perConnection;
+          liveBy.set(audience, (liveBy.get(audience) ?? 0) + cfg.perConnection);
           return resolve();
         case 'ping':
           return ws.send(JSON.stringify({ type: 'pong' }));
@@ -150,6 +165,7 @@ function open(token: string, cfg: Init): Promise<void> {
       }
       if (!closing) {
         live -= cfg.perConnection;
+        liveBy.set(audience, (liveBy.get(audience) ?? 0) - cfg.perConnection);
         problem(`connection closed by the server: ${code} ${reason.toString()}`);
       }
     });
@@ -163,8 +179,8 @@ async function connect(count: number): Promise<void> {
   const errors: string[] = [];
   const worker = async () => {
     while (opened < end) {
-      const token = cfg.tokens[opened++]!;
-      await open(token, cfg).catch((error: unknown) => {
+      const i = opened++;
+      await open(cfg.tokens[i]!, cfg.audiences[i]!, cfg).catch((error: unknown) => {
         failed++;
         if (errors.length < MAX_PROBLEM_EXAMPLES) errors.push(error instanceof Error ? error.message : String(error));
       });
@@ -192,6 +208,7 @@ function report(orderIds: readonly string[]): ClientReport {
   return {
     type: 'report',
     subscriptions: subscriptions.length,
+    audiences: subscriptions.map((s) => s.audience),
     times,
     duplicates,
     outOfOrder,
@@ -232,6 +249,9 @@ process.on('message', (message: ToClient) => {
         return connect(message.count);
       case 'clock':
         return send({ type: 'clock', at: now() });
+      case 'expect':
+        expected.set(message.orderId, message.audience);
+        return checkDelivered(message.orderId);
       case 'report':
         return send(report(message.orderIds));
       case 'close':

@@ -18,6 +18,8 @@ export type ToClient =
       readonly perConnection: number;
       /** One access token per connection this process opens, in the order it opens them. */
       readonly tokens: readonly string[];
+      /** Per token: 'staff', or the customer it signs in as (who sees only their own orders). */
+      readonly audiences: readonly string[];
       /** Handshakes in flight at once. */
       readonly concurrency: number;
     }
@@ -25,6 +27,8 @@ export type ToClient =
   | { readonly type: 'connect'; readonly count: number }
   /** Answer with the current time, so the parent can check that both sides read the same clock. */
   | { readonly type: 'clock' }
+  /** An order placed: the staff and this audience's subscriptions are to receive it. */
+  | { readonly type: 'expect'; readonly orderId: string; readonly audience: string }
   /** Report what every subscription received of these orders (the measured events). */
   | { readonly type: 'report'; readonly orderIds: readonly string[] }
   /** Close every connection and exit. */
@@ -33,6 +37,8 @@ export type ToClient =
 export interface ClientReport {
   readonly type: 'report';
   readonly subscriptions: number;
+  /** Per subscription: 'staff' or its customer. */
+  readonly audiences: readonly string[];
   /**
    * Receive time of each measured event by each subscription, subscription-major
    * (`times[s * orderIds.length + e]`); -1 where it never arrived.

@@ -18,6 +18,7 @@ import { CLIENT_ERROR_CODES, clientError } from './http/clientErrors.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
 import { createGraphqlRouter } from './http/graphql.js';
 import { createMetrics, recordRequests, type Metrics } from './http/metrics.js';
+import { createFanout } from './http/fanout.js';
 import { createPipeline } from './http/pipeline.js';
 import { createRateBudget, type RateBudget } from './http/rateBudget.js';
 import { problemPage, sendProblem } from './http/problems.js';
@@ -122,8 +123,10 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     trustedOrigins: trusted,
   });
 
+  const fanout = createFanout({ pipeline, metrics, logger });
   const sse = createSseRouter({
     pipeline,
+    fanout,
     services,
     verifier,
     logger,
@@ -243,6 +246,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     /** WebSocket subscriptions share the /graphql path with HTTP. */
     websockets: createWebSocketServer({
       pipeline,
+      fanout,
       services,
       verifier,
       logger,

@@ -25,5 +25,19 @@ export function createContext(
   log: Logger,
   stream?: StreamOptions,
 ): Context {
-  return { principal, services, loaders: services.loaders(), requestId, log, ...(stream ? { stream } : {}) };
+  // Made on first use: a subscription served by a shared execution never reads its own.
+  let loaders: Loaders | undefined;
+  return {
+    principal,
+    services,
+    get loaders() {
+      return (loaders ??= services.loaders());
+    },
+    set loaders(fresh: Loaders) {
+      loaders = fresh;
+    },
+    requestId,
+    log,
+    ...(stream ? { stream } : {}),
+  };
 }

@@ -4,7 +4,7 @@ import { canSeeEvent } from './events.js';
 import type { EventKind, OrderEvent } from './model.js';
 import type { OrderService } from './orderService.js';
 import type { EventChannel, EventRepository } from './ports.js';
-import { requireScope, SCOPES, type Principal } from './policy.js';
+import { isStaff, requireScope, SCOPES, type Principal } from './policy.js';
 
 /** Events a subscriber may have waiting before it counts as too slow and is dropped. */
 export const SUBSCRIBER_BUFFER = 256;
@@ -18,6 +18,21 @@ export interface StreamOptions {
   readonly expiresAt?: number;
   /** Resume after this event id (SSE Last-Event-ID): missed events first, then live ones. */
   readonly after?: string;
+  /**
+   * Serves the subscriber from an execution it shares with every subscriber of the same feed (and document):
+   * returns how to leave it, or undefined when the subscriber is to be served on its own.
+   */
+  readonly join?: (feed: OrderFeed) => (() => void) | undefined;
+}
+
+/**
+ * The events one audience may see for one filter. Subscribers with equal keys see exactly the same events: the key
+ * names the audience (staff see every order, a customer only their own) and the filter.
+ */
+export interface OrderFeed {
+  readonly key: string;
+  /** Calls `onEvent` with each committed event of the feed, once, in id order. */
+  listen(onEvent: (event: OrderEvent) => void): () => void;
 }
 
 const REPLAY_PAGE = 200;
@@ -127,10 +142,21 @@ export function createSubscriptionService(deps: {
         filter.kinds.includes(event.kind) &&
         (!filter.orderId || event.order.id === filter.orderId) &&
         canSeeEvent(user, own, event);
-      // Listening starts before any replay is read, so no event can fall between the two.
-      unlisten = deps.bus.listen((event) => {
-        if (wanted(event)) stream.push(event);
-      });
+      const listen = (onEvent: (event: OrderEvent) => void) =>
+        deps.bus.listen((event) => {
+          if (wanted(event)) onEvent(event);
+        });
+      // A resumed stream replays its own backlog first, so only a live one can share an execution.
+      const leave =
+        opts.after === undefined
+          ? opts.join?.({
+              key: JSON.stringify([isStaff(user) ? 'staff' : `customer:${own}`, filter.kinds, filter.orderId ?? null]),
+              listen,
+            })
+          : undefined;
+      // Listening starts before any replay is read, so no event can fall between the two. A shared subscriber's
+      // own stream stays empty: its results are written by the shared execution until it leaves.
+      unlisten = leave ?? listen((event) => stream.push(event));
       if (opts.expiresAt !== undefined) {
         expiry = setTimeout(
           () => {

@@ -42,6 +42,17 @@ export function createMetrics() {
       labelNames: ['type'] as const,
       registers: [registry],
     }),
+    subscriptionExecutions: new Counter({
+      name: 'graphql_subscription_executions_total',
+      help: 'Executions of subscription events: `shared` once for a whole group of subscribers, `own` per subscriber.',
+      labelNames: ['sharing'] as const,
+      registers: [registry],
+    }),
+    slowSubscribers: new Counter({
+      name: 'graphql_subscribers_too_slow_total',
+      help: 'Subscribers cut off because too many results waited for them (WebSocket close 1008, SSE stream ended).',
+      registers: [registry],
+    }),
     openSubscriptions: new Gauge({
       name: 'graphql_subscriptions_open',
       help: 'GraphQL subscriptions open on this replica (WebSocket and SSE).',

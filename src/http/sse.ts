@@ -8,6 +8,7 @@ import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
 import { graphqlClientErrors } from './clientErrors.js';
 import { refuseCookieCsrf } from './cookieCsrf.js';
+import { pendingWrites, SUBSCRIBER_BUFFER_BYTES, tailOf, type Fanout, type Member, type Ticket } from './fanout.js';
 import { graphqlAuthFailure, refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
 import type { Pipeline } from './pipeline.js';
 import { boundReservations } from './sseReservations.js';
@@ -59,6 +60,8 @@ function byReference(req: Request): { url: string; body: Record<string, unknown>
  */
 export function createSseRouter(deps: {
   pipeline: Pipeline;
+  /** Shared execution of subscriptions, with the WebSocket transport. */
+  fanout: Fanout;
   services: Services;
   verifier: TokenVerifier;
   logger: Logger;
@@ -71,16 +74,49 @@ export function createSseRouter(deps: {
   /** How to cut off the stream a request holds, for a subscriber that is too slow or whose credential expired. */
   const enders = new WeakMap<Request, (reason: string) => void>();
   const open = new Set<(reason?: string) => void>();
+  /** Streams admitted to shared execution, by their context: the ticket and how to write to the response. */
+  const sharing = new WeakMap<Context, { ticket: Ticket; member: Member }>();
+  /** What a shared stream was given before its response began, by request; written once it has. */
+  const early = new WeakMap<Request, string[]>();
+
+  /** Writes a shared result as an SSE `next` message: only the `id:` line and the cost are its own. */
+  const memberOf = (raw: Request, context: Context): Member => {
+    const res = raw.res!;
+    const after = `${tailOf(pipeline.costOf(context))}\n\n`;
+    const writes = pendingWrites();
+    return {
+      write(head, eventId) {
+        const message = `id: ${eventId}\nevent: next\ndata: ${head.text}${after}`;
+        if (!res.headersSent) {
+          early.set(raw, [...(early.get(raw) ?? []), message]);
+          return;
+        }
+        if (res.writableEnded) return;
+        writes.sent();
+        res.write(message, writes.done);
+      },
+      backedUp: () => writes.tooMany() || res.writableLength > SUBSCRIBER_BUFFER_BYTES,
+      cutOff: (reason) => enders.get(raw)?.(reason),
+    };
+  };
 
   // graphql-sse wants a context indexable by any key; ours is a closed interface.
   type SseContext = Context & Record<PropertyKey, unknown>;
   const contextFor = (raw: Request) => {
     const principal = raw.res!.locals.principal;
     const lastEventId = raw.get('last-event-id');
-    const context = createContext(deps.services, principal, String(raw.id), raw.log, {
-      onEnd: (_why, message) => enders.get(raw)?.(message),
+    const context: Context = createContext(deps.services, principal, String(raw.id), raw.log, {
+      onEnd: (why, message) => {
+        if (why === 'overflow') deps.fanout.countTooSlow();
+        enders.get(raw)?.(message);
+      },
       ...(principal.kind === 'user' && principal.expiresAt ? { expiresAt: principal.expiresAt } : {}),
       ...(lastEventId !== undefined && isEventId(lastEventId) ? { after: lastEventId } : {}),
+      join: (feed) => {
+        const shared = sharing.get(context);
+        sharing.delete(context);
+        return shared && deps.fanout.join(shared.ticket, feed, shared.member, context);
+      },
     });
     return pipeline.identify(context, raw.ip) as SseContext;
   };
@@ -93,14 +129,24 @@ export function createSseRouter(deps: {
       const raw = req.raw;
       const documentId =
         raw.method === 'GET' ? raw.query.documentId : (raw.body as { documentId?: unknown })?.documentId;
-      const prepared = await pipeline.prepare({ ...params, documentId }, contextFor(raw), { method: raw.method });
+      const context = contextFor(raw);
+      const prepared = await pipeline.prepare({ ...params, documentId }, context, { method: raw.method });
       // graphql-sse recognises a result by its `data` key; a request error has none to send.
-      return prepared.ok ? (prepared.args as never) : { data: undefined, errors: prepared.errors };
+      if (!prepared.ok) return { data: undefined, errors: prepared.errors };
+      // Only a distinct-connections stream is this request's own response; single-connection streams carry
+      // several operations, each wrapped in its own envelope by graphql-sse, and are served per subscriber.
+      const distinct = req.headers.get('accept') === 'text/event-stream';
+      const ticket = distinct ? deps.fanout.admit(prepared.args) : undefined;
+      if (!ticket) return prepared.args as never;
+      sharing.set(context, { ticket, member: memberOf(raw, context) });
+      return ticket.args as never;
     },
-    onNext: (ctx, req, result) =>
-      pipeline.formatResult(result as ExecutionResult, ctx, (err) =>
+    onNext: (ctx, req, result) => {
+      if (ctx.eventId) deps.fanout.countOwn();
+      return pipeline.formatResult(result as ExecutionResult, ctx, (err) =>
         req.raw.log.error({ err }, 'unexpected GraphQL error'),
-      ) as never,
+      ) as never;
+    },
   });
 
   const bounded = boundReservations(handler, deps.streams);
@@ -147,6 +193,8 @@ export function createSseRouter(deps: {
       );
     }
     res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
+    for (const message of early.get(req) ?? []) res.write(message);
+    early.delete(req);
     enders.set(req, end);
     open.add(end);
     // The response's close, not the request's: that one fires as soon as the body has been read.

@@ -12,6 +12,15 @@ import type { Services } from '../domain/services.js';
 import type { AuthenticateOptions } from './authenticate.js';
 import { isForeignOrigin, readCookie } from './cookies.js';
 import { clientError } from './graphqlErrors.js';
+import {
+  pendingWrites,
+  SUBSCRIBER_BUFFER_BYTES,
+  tailOf,
+  textFrame,
+  type Fanout,
+  type Member,
+  type Ticket,
+} from './fanout.js';
 import type { Pipeline } from './pipeline.js';
 import { clientIp, idleTimer, type Release, type StreamRegistry } from './streams.js';
 
@@ -29,6 +38,7 @@ const CLOSE = {
 interface ConnectionState {
   principal: Principal;
   requestId: string;
+  log?: Logger;
   /** Each operation's hold on a slot, by operation id; released once whichever way it ends. */
   slots: Map<string, Release>;
   idle: ReturnType<typeof idleTimer>;
@@ -48,6 +58,8 @@ function bearerFrom(params: Record<string, unknown> | undefined): string | undef
  */
 export function createWebSocketServer(deps: {
   pipeline: Pipeline;
+  /** Shared execution of subscriptions, with the SSE transport. */
+  fanout: Fanout;
   services: Services;
   verifier: TokenVerifier;
   logger: Logger;
@@ -63,6 +75,36 @@ export function createWebSocketServer(deps: {
   const { limits } = streams;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
   const states = new WeakMap<object, ConnectionState>();
+  /** Operations admitted to shared execution, by their context: the ticket and how to write to the socket. */
+  const sharing = new WeakMap<Context, { ticket: Ticket; member: Member }>();
+  /** The TCP socket under each WebSocket. */
+  const sockets = new WeakMap<WebSocket, Duplex>();
+
+  /** Writes a shared result as a graphql-ws `next` message: only the operation id and the cost are its own. */
+  const memberOf = (socket: WebSocket, id: string, context: Context): Member => {
+    const before = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
+    const after = Buffer.from(`${tailOf(pipeline.costOf(context))}}`);
+    const writes = pendingWrites();
+    const raw = sockets.get(socket);
+    // Without a compression extension ws writes every frame to the TCP socket as it is sent, so a whole frame
+    // written there directly cannot land inside another. Corked, a connection's messages of one slice of the
+    // fan-out leave in one system call.
+    const direct = raw && socket.extensions === '' ? raw : undefined;
+    return {
+      write(head) {
+        if (socket.readyState !== socket.OPEN) return;
+        writes.sent();
+        if (direct) {
+          deps.fanout.cork(direct);
+          direct.write(textFrame(before, head.bytes, after), writes.done);
+        } else {
+          socket.send(Buffer.concat([before, head.bytes, after]), { binary: false }, writes.done);
+        }
+      },
+      backedUp: () => writes.tooMany() || socket.bufferedAmount > SUBSCRIBER_BUFFER_BYTES,
+      cutOff: (reason) => socket.close(CLOSE.policy, reason.slice(0, 120)),
+    };
+  };
 
   const release = (state: ConnectionState | undefined, id: string) => {
     if (!state) return;
@@ -74,11 +116,19 @@ export function createWebSocketServer(deps: {
   const contextFor = (ctx: WsContext<Record<string, unknown>, Extra>) => {
     const state = states.get(ctx.extra)!;
     const socket: WebSocket = ctx.extra.socket;
-    const log = logger.child({ reqId: state.requestId });
-    const context = createContext(services, state.principal, state.requestId, log, {
-      onEnd: (why, message) =>
-        socket.close(why === 'expired' ? CLOSE.unauthorized : CLOSE.policy, message.slice(0, 120)),
+    // One child logger per connection: its operations share the connection's request id.
+    const log = (state.log ??= logger.child({ reqId: state.requestId }));
+    const context: Context = createContext(services, state.principal, state.requestId, log, {
+      onEnd: (why, message) => {
+        if (why === 'overflow') deps.fanout.countTooSlow();
+        socket.close(why === 'expired' ? CLOSE.unauthorized : CLOSE.policy, message.slice(0, 120));
+      },
       ...(state.principal.kind === 'user' && state.principal.expiresAt ? { expiresAt: state.principal.expiresAt } : {}),
+      join: (feed) => {
+        const shared = sharing.get(context);
+        sharing.delete(context);
+        return shared && deps.fanout.join(shared.ticket, feed, shared.member, context);
+      },
     });
     // Behind a balancer the budget follows the client address the proxy reports, as on HTTP.
     return pipeline.identify(context, clientIp(ctx.extra.request, deps.trustProxy));
@@ -116,6 +166,11 @@ export function createWebSocketServer(deps: {
         }
         try {
           state.principal = await verifier.verify(token);
+          // graphql-ws keeps the connection parameters for the socket's lifetime; the credential is not needed again.
+          const params = ctx.connectionParams as Record<string, unknown>;
+          delete params.authorization;
+          delete params.Authorization;
+          delete params.token;
           return true;
         } catch (error) {
           if (!(error instanceof InvalidTokenError)) logger.error({ err: error }, 'token verification failed');
@@ -148,8 +203,14 @@ export function createWebSocketServer(deps: {
         }
         state.slots.set(id, slot);
         state.idle.busy();
-        const prepared = await pipeline.prepare(payload, contextFor(ctx));
-        if (prepared.ok) return prepared.args;
+        const context = contextFor(ctx);
+        const prepared = await pipeline.prepare(payload, context);
+        if (prepared.ok) {
+          const ticket = deps.fanout.admit(prepared.args);
+          if (!ticket) return prepared.args;
+          sharing.set(context, { ticket, member: memberOf(ctx.extra.socket, id, context) });
+          return ticket.args;
+        }
         // A refused operation never runs, so its slot is given back now (onError would too; release is idempotent).
         release(state, id);
         return prepared.errors;
@@ -165,6 +226,7 @@ export function createWebSocketServer(deps: {
         state.idle.busy();
       },
       onNext(ctx, _id, _payload, args, result) {
+        if ((args.contextValue as Context).eventId) deps.fanout.countOwn();
         return pipeline.formatResult(result, args.contextValue as Context, (error) =>
           logger.error({ err: error, reqId: states.get(ctx.extra)?.requestId }, 'unexpected GraphQL error'),
         );
@@ -191,7 +253,10 @@ export function createWebSocketServer(deps: {
         return;
       }
       socket.once('close', admitted);
-      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        sockets.set(ws, socket);
+        wss.emit('connection', ws, req);
+      });
     },
     /** Shutdown: every client is told the server is going away (1001). */
     async close() {
