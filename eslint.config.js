@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.data/', 'src/generated/', 'scratch/'] },
+  { ignores: ['node_modules/', 'dist/', '.data/', 'src/generated/', '__tests__/generated/', 'scratch/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -37,8 +37,9 @@ function readmeClient(uri: string, token?: string) {
     });
     return res;
   };
+  const cache = new InMemoryCache();
   const client = new ApolloClient({
-    cache: new InMemoryCache(),
+    cache,
     link: createPersistedQueryLink({ sha256, useGETForHashedQueries: true }).concat(
       new HttpLink({
         uri,
@@ -47,7 +48,7 @@ function readmeClient(uri: string, token?: string) {
       }),
     ),
   });
-  return { client, exchanges };
+  return { client, cache, exchanges };
 }
 
 /**
@@ -127,7 +128,7 @@ describe('Apollo Client against the API', () => {
       documents.some((d) => d.includes('viewer')),
       'the README queries viewer',
     );
-    const { client } = readmeClient(`${server.url}/graphql`, alice);
+    const { client, cache } = readmeClient(`${server.url}/graphql`, alice);
     const created = await client.mutate({
       mutation: gql`
         mutation Place($input: CreateOrderInput!) {
@@ -178,7 +179,7 @@ describe('Apollo Client against the API', () => {
     });
     assert.equal((data as { order: { id: string } }).order.id, orderId);
 
-    const store = client.cache.extract();
+    const store = cache.extract();
     assert.deepEqual(inlineEntities(store, entityTypes), []);
     // Each entity under its own key, and the roots pointing at them.
     const viewerKey = Object.keys(store).find((k) => k.startsWith('Viewer:'));

@@ -135,7 +135,10 @@ export const openapiDocument = {
         parameters: [ref('parameters/IfMatchRequired')],
         requestBody: {
           required: true,
-          content: { 'application/merge-patch+json': { schema: ref('schemas/OrderPatch') } },
+          content: {
+            'application/merge-patch+json': { schema: ref('schemas/OrderPatch') },
+            'application/json': { schema: ref('schemas/OrderPatch') },
+          },
         },
         responses: {
           '200': orderResponse('The changed order.'),
@@ -145,7 +148,7 @@ export const openapiDocument = {
           '409': problem('The status cannot move that way.'),
           '412': problem('The order changed since the If-Match ETag.'),
           '413': problem('The body is larger than 64 kB.'),
-          '415': problem('The body is not application/merge-patch+json.', {
+          '415': problem('The body is neither application/merge-patch+json nor application/json.', {
             'Accept-Patch': ref('headers/AcceptPatch'),
           }),
           '422': problem('Read-only or unknown members, or an invalid status.'),
@@ -220,7 +223,7 @@ export const openapiDocument = {
         schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$' },
       },
       WWWAuthenticate: { required: true, schema: { type: 'string', pattern: '^(Bearer|DPoP) ' } },
-      AcceptPatch: { required: true, schema: { const: 'application/merge-patch+json' } },
+      AcceptPatch: { required: true, schema: { const: 'application/merge-patch+json, application/json' } },
       RetryAfter: { required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
       RateLimit: {
         required: true,
