@@ -161,5 +161,40 @@ describe('GraphiQL at /graphiql', () => {
       assert.match((await page.evaluate<string[]>('window.cspViolations'))[0]!, /^style-src/);
       await context.close();
     });
+
+    test('without a session, a token pasted into the headers editor authenticates the query', async () => {
+      const base = server.running.publicUrl;
+      const token = await server.token('bob');
+      const context = await browser.newContext();
+      const outside: string[] = [];
+      await context.route('**/*', (route) => {
+        const url = new URL(route.request().url());
+        if (LOCAL_HOSTS.has(url.hostname)) return route.continue();
+        outside.push(url.href);
+        return route.abort('internetdisconnected');
+      });
+      const page = await context.newPage();
+      await page.goto(`${base}/graphiql`);
+      await page.getByRole('button', { name: /Execute query/ }).waitFor();
+      // Anonymous first: the query is refused for want of credentials.
+      const anonymous = page.waitForResponse((r) => String(r.request().postData()).includes('recentOrders'));
+      await page.getByRole('button', { name: /Execute query/ }).click();
+      const refused = (await (await anonymous).json()) as { errors: { extensions: { code: string } }[] };
+      assert.equal(refused.errors[0]!.extensions.code, 'UNAUTHENTICATED');
+
+      await page.getByRole('button', { name: 'Headers' }).click();
+      await page.locator('.graphiql-editor-tool .CodeMirror').last().click();
+      await page.keyboard.insertText(JSON.stringify({ Authorization: `Bearer ${token}` }));
+      const run = page.waitForResponse((r) => String(r.request().postData()).includes('recentOrders'));
+      await page.getByRole('button', { name: /Execute query/ }).click();
+      const response = await run;
+      assert.equal(response.request().headers().authorization, `Bearer ${token}`);
+      const result = (await response.json()) as OrdersResult;
+      assert.equal(result.data.viewer.subject, 'bob');
+      assert.ok(result.data.recentOrders.every((o) => o.customer.name === result.data.recentOrders[0]!.customer.name));
+      assert.notEqual(result.data.recentOrders[0]?.customer.name, 'Alice Adams');
+      assert.deepEqual(outside, []);
+      await context.close();
+    });
   });
 });

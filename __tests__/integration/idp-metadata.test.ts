@@ -57,6 +57,9 @@ describe('embedded IdP metadata tells the truth', () => {
         email_verified: true,
       },
     );
+    // A refreshed access token answers at userinfo too.
+    const refreshed = await oidc.refreshTokenGrant(tokens.config, tokens.refreshToken!);
+    assert.equal((await oidc.fetchUserInfo(tokens.config, refreshed.access_token, 'alice')).email, 'alice@example.com');
     const api = await server.gql('{ viewer { id subject scopes } }', undefined, { token: tokens.accessToken });
     assert.deepEqual(api.body.data, {
       viewer: { id: 'alice', subject: 'alice', scopes: ['orders:read', 'orders:write'] },
