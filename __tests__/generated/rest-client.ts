@@ -46,8 +46,24 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        NewOrderLine: {
+            sku: string;
+            qty: number;
+        };
+        NewOrder: {
+            /** @description Staff only; customers omit it or name themselves. */
+            customer_id?: string | null;
+            items: components["schemas"]["NewOrderLine"][];
+        };
+        OrderItemsReplacement: {
+            items: components["schemas"]["NewOrderLine"][];
+        };
         /** @enum {string} */
         Status: "pending" | "paid" | "shipped" | "delivered" | "cancelled";
+        OrderPatch: {
+            /** @enum {string} */
+            status?: "pending" | "paid" | "shipped" | "delivered" | "cancelled";
+        };
         OrderItem: {
             sku: string;
             qty: number;
@@ -69,21 +85,6 @@ export interface components {
             orders: components["schemas"]["Order"][];
             next_cursor: string | null;
         };
-        NewOrderLine: {
-            sku: string;
-            qty: number;
-        };
-        NewOrder: {
-            /** @description Staff only; customers omit it or name themselves. */
-            customer_id?: string | null;
-            items: components["schemas"]["NewOrderLine"][];
-        };
-        OrderItemsReplacement: {
-            items: components["schemas"]["NewOrderLine"][];
-        };
-        OrderPatch: {
-            status?: components["schemas"]["Status"];
-        };
         Problem: {
             /** Format: uri-reference */
             type: string;
@@ -94,6 +95,7 @@ export interface components {
             instance: string;
             /** @description The same code GraphQL puts in extensions.code. */
             code: string;
+            /** @description Each invalid field (at most 20), with a JSON pointer into the request. */
             errors?: {
                 pointer: string;
                 reason: string;
@@ -153,7 +155,7 @@ export interface operations {
                     "application/json": components["schemas"]["OrderPage"];
                 };
             };
-            /** @description limit or cursor is malformed. */
+            /** @description Malformed request (MALFORMED_REQUEST). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -162,7 +164,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No, or an invalid, access token. */
+            /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
@@ -172,7 +174,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks the scope, or the role does not allow the action. */
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -181,7 +183,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The client has spent its rate budget for this window; nothing was done. */
+            /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
@@ -193,7 +195,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An unexpected failure; nothing was changed. Quote the X-Request-Id. */
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -202,7 +204,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Starting, draining, or the identity provider cannot be reached. */
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -241,7 +243,7 @@ export interface operations {
                     "application/json": components["schemas"]["Order"];
                 };
             };
-            /** @description Idempotency-Key missing or malformed, or the body is not JSON. */
+            /** @description Malformed request (MALFORMED_REQUEST). Idempotency-Key required (IDEMPOTENCY_KEY_REQUIRED). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -250,7 +252,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No, or an invalid, access token. */
+            /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
@@ -260,7 +262,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks the scope, or the role does not allow the action. */
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -269,7 +271,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A replayed key whose order has since been deleted. */
+            /** @description Not found (NOT_FOUND). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -278,7 +280,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A request with this Idempotency-Key is still in flight. */
+            /** @description Idempotency-Key in use (IDEMPOTENCY_KEY_IN_USE). */
             409: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
@@ -288,7 +290,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body is larger than 64 kB. */
+            /** @description Request body too large (PAYLOAD_TOO_LARGE). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -297,7 +299,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body is not application/json. */
+            /** @description Unsupported media type (UNSUPPORTED_MEDIA_TYPE). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -306,7 +308,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Invalid fields (each with a JSON pointer), or the key was used with another body. */
+            /** @description Invalid input (BAD_USER_INPUT). Idempotency-Key reused (IDEMPOTENCY_KEY_REUSED). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -315,7 +317,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The client has spent its rate budget for this window; nothing was done. */
+            /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
@@ -327,7 +329,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An unexpected failure; nothing was changed. Quote the X-Request-Id. */
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -336,7 +338,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Starting, draining, or the identity provider cannot be reached. */
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -379,7 +381,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description No, or an invalid, access token. */
+            /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
@@ -389,7 +391,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks the scope, or the role does not allow the action. */
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -398,7 +400,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such order, or not yours. */
+            /** @description Not found (NOT_FOUND). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -407,7 +409,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The client has spent its rate budget for this window; nothing was done. */
+            /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
@@ -419,7 +421,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An unexpected failure; nothing was changed. Quote the X-Request-Id. */
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -428,7 +430,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Starting, draining, or the identity provider cannot be reached. */
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -467,7 +469,7 @@ export interface operations {
                     "application/json": components["schemas"]["Order"];
                 };
             };
-            /** @description The body is not JSON, or If-Match is malformed. */
+            /** @description Malformed request (MALFORMED_REQUEST). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -476,7 +478,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No, or an invalid, access token. */
+            /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
@@ -486,7 +488,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks the scope, or the role does not allow the action. */
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -495,7 +497,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such order, or not yours. */
+            /** @description Not found (NOT_FOUND). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -504,7 +506,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The order is no longer pending. */
+            /** @description Order not editable (NOT_EDITABLE). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -513,7 +515,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The order changed since the If-Match ETag. */
+            /** @description Precondition failed (PRECONDITION_FAILED). */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -522,7 +524,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body is larger than 64 kB. */
+            /** @description Request body too large (PAYLOAD_TOO_LARGE). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -531,7 +533,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body is not application/json. */
+            /** @description Unsupported media type (UNSUPPORTED_MEDIA_TYPE). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -540,7 +542,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Invalid items, or read-only or unknown members. */
+            /** @description Invalid input (BAD_USER_INPUT). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -549,7 +551,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description If-Match is missing. */
+            /** @description Precondition required (PRECONDITION_REQUIRED). */
             428: {
                 headers: {
                     [name: string]: unknown;
@@ -558,7 +560,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The client has spent its rate budget for this window; nothing was done. */
+            /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
@@ -570,7 +572,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An unexpected failure; nothing was changed. Quote the X-Request-Id. */
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -579,7 +581,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Starting, draining, or the identity provider cannot be reached. */
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -610,7 +612,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description If-Match is malformed. */
+            /** @description Malformed request (MALFORMED_REQUEST). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -619,7 +621,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No, or an invalid, access token. */
+            /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
@@ -629,7 +631,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks the scope, or the role does not allow the action. */
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -638,7 +640,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such order, or not yours. */
+            /** @description Not found (NOT_FOUND). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -647,7 +649,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The order changed since the If-Match ETag. */
+            /** @description Precondition failed (PRECONDITION_FAILED). */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -656,7 +658,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The client has spent its rate budget for this window; nothing was done. */
+            /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
@@ -668,7 +670,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An unexpected failure; nothing was changed. Quote the X-Request-Id. */
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -677,7 +679,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Starting, draining, or the identity provider cannot be reached. */
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -717,29 +719,43 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description No, or an invalid, access token. */
+            /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Insufficient scope. */
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description No such order, or not yours. */
+            /** @description Not found (NOT_FOUND). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description An unexpected failure. */
+            /** @description Rate limit exceeded (RATE_LIMITED). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -776,7 +792,7 @@ export interface operations {
                     "application/json": components["schemas"]["Order"];
                 };
             };
-            /** @description The body is not JSON, or If-Match is malformed. */
+            /** @description Malformed request (MALFORMED_REQUEST). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -785,7 +801,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No, or an invalid, access token. */
+            /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
@@ -795,7 +811,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks the scope, or the role does not allow the action. */
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -804,7 +820,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such order, or not yours. */
+            /** @description Not found (NOT_FOUND). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -813,7 +829,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The status cannot move that way. */
+            /** @description Invalid status transition (INVALID_TRANSITION). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -822,7 +838,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The order changed since the If-Match ETag. */
+            /** @description Precondition failed (PRECONDITION_FAILED). */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -831,7 +847,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body is larger than 64 kB. */
+            /** @description Request body too large (PAYLOAD_TOO_LARGE). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -840,7 +856,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body is neither application/merge-patch+json nor application/json. */
+            /** @description Unsupported media type (UNSUPPORTED_MEDIA_TYPE). */
             415: {
                 headers: {
                     "Accept-Patch": components["headers"]["AcceptPatch"];
@@ -850,7 +866,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Read-only or unknown members, or an invalid status. */
+            /** @description Invalid input (BAD_USER_INPUT). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -859,7 +875,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description If-Match is missing. */
+            /** @description Precondition required (PRECONDITION_REQUIRED). */
             428: {
                 headers: {
                     [name: string]: unknown;
@@ -868,7 +884,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The client has spent its rate budget for this window; nothing was done. */
+            /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
@@ -880,7 +896,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An unexpected failure; nothing was changed. Quote the X-Request-Id. */
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -889,7 +905,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Starting, draining, or the identity provider cannot be reached. */
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -16,5 +16,5 @@ function loadTypeDefs(): string {
 
 /** One executable schema for every transport: HTTP (Apollo), WebSocket and SSE. */
 export function buildSchema(): GraphQLSchema {
-  return makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers: resolvers as never });
+  return makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers });
 }
