@@ -22,7 +22,7 @@ const SQL_ONLY_IN_STORE = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.data/', 'src/generated/', 'scratch/'] },
+  { ignores: ['node_modules/', 'dist/', '.data/', 'src/generated/', '__tests__/generated/', 'scratch/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

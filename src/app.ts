@@ -16,6 +16,7 @@ import { createServices, type Services } from './domain/services.js';
 import { createAuthRouter } from './http/authRoutes.js';
 import { CLIENT_ERROR_CODES, clientError } from './http/clientErrors.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
+import { createGraphiqlRouter, GRAPHIQL_PATH } from './http/graphiql.js';
 import { createGraphqlRouter } from './http/graphql.js';
 import { createMetrics, recordRequests, type Metrics } from './http/metrics.js';
 import { createFanout } from './http/fanout.js';
@@ -211,6 +212,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   app.use('/auth', authRouter);
   app.use('/graphql/stream', sse.router);
   app.use('/graphql', graphql.router);
+  // Development only, like Sandbox: production answers 404 there.
+  if (!config.isProduction) app.use(GRAPHIQL_PATH, createGraphiqlRouter());
   app.use('/v1', createRestRouter({ services, verifier, budget }));
   app.get('/problems/:slug', (req, res, next) => {
     const page = problemPage(req.params.slug);

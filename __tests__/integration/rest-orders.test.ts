@@ -168,15 +168,25 @@ describe('REST orders', () => {
     assert.equal(star.status, 200);
   });
 
-  test('PATCH accepts only application/merge-patch+json (415 with Accept-Patch)', async () => {
+  test('PATCH takes a merge patch as application/merge-patch+json or application/json; others are 415 with Accept-Patch', async () => {
     const { order, etag } = await create(alice);
-    const res = await call('PATCH', `/orders/${order.id}`, {
+    for (const type of ['text/plain', 'application/json-patch+json']) {
+      const res = await call('PATCH', `/orders/${order.id}`, {
+        token: carol,
+        raw: '{"status":"paid"}',
+        headers: { 'content-type': type, 'if-match': etag },
+      });
+      assertProblem(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
+      assert.equal(res.headers.get('accept-patch'), 'application/merge-patch+json, application/json');
+    }
+    const plain = await call('PATCH', `/orders/${order.id}`, {
       token: carol,
       raw: '{"status":"paid"}',
       headers: { 'content-type': 'application/json', 'if-match': etag },
     });
-    assertProblem(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
-    assert.equal(res.headers.get('accept-patch'), 'application/merge-patch+json');
+    assert.equal(plain.status, 200, plain.text);
+    assert.equal(plain.json<OrderBody>().status, 'paid');
+    assert.equal(plain.headers.get('etag'), `"${order.id}.v2"`);
   });
 
   test('PATCH names read-only and unknown members (422), and refuses to remove status', async () => {

@@ -129,6 +129,18 @@ describe('REST contract check (openapi-diff against openapi.released.json)', () 
     assert.ok(messages.includes('method.remove at paths./orders/{id}.delete'), messages.join('\n'));
   });
 
+  test('a merge-patch body is checked too: a new required member is breaking, accepting application/json beside it is not', async () => {
+    const narrowed = clone();
+    narrowed.components.schemas.OrderPatch.required = ['status'];
+    assert.deepEqual(breaking(await openapiChanges(releasedRest, narrowed)), [
+      'request.body.scope.remove at paths./orders/{id}.patch.requestBody.content.application/json.schema',
+    ]);
+    const widened = clone();
+    const content = widened.paths['/orders/{id}'].patch.requestBody.content;
+    content['application/json'] = content['application/merge-patch+json'];
+    assert.deepEqual(breaking(await openapiChanges(releasedRest, widened)), []);
+  });
+
   test('new optional members, in requests and responses, are compatible', async () => {
     const next = clone();
     next.components.schemas.Order.properties.note = { type: 'string' };

@@ -53,7 +53,29 @@ export function asOpenApi30(document: Json): Json {
     }
     return out;
   };
-  return { ...(walk(document, false) as { [key: string]: Json }), openapi: '3.0.3' };
+  return withJsonRequestBodies({ ...(walk(document, false) as { [key: string]: Json }), openapi: '3.0.3' });
+}
+
+type JsonObject = { [key: string]: Json };
+const isObject = (node: Json | undefined): node is JsonObject =>
+  !!node && typeof node === 'object' && !Array.isArray(node);
+
+/**
+ * openapi-diff compares a request body only under `application/json`. A body that only has another JSON media
+ * type (`application/merge-patch+json`) would go unchecked, and the arrival of `application/json` beside it would
+ * look like a narrowing from "anything"; so such a body is compared under `application/json` too.
+ */
+function withJsonRequestBodies(document: JsonObject): JsonObject {
+  for (const item of Object.values(isObject(document.paths) ? document.paths : {})) {
+    for (const operation of Object.values(isObject(item) ? item : {})) {
+      const body = isObject(operation) ? operation.requestBody : undefined;
+      const content = isObject(body) ? body.content : undefined;
+      if (!isObject(content) || content['application/json']) continue;
+      const jsonType = Object.keys(content).find((type) => /^application\/[\w.-]+\+json$/.test(type));
+      if (jsonType) content['application/json'] = content[jsonType]!;
+    }
+  }
+  return document;
 }
 
 /** Names of members marked `deprecated: true` anywhere in a document's schemas. */

@@ -12,6 +12,7 @@ import { interactionRoutes } from './idp/interactions.js';
 import { loadOrCreateSecrets, toPublicJwks } from './idp/keys.js';
 import { errorPage, loggedOutPage, logoutPage } from './idp/pages.js';
 import { createSigninThrottle } from './idp/signinThrottle.js';
+import { userinfoTwins } from './idp/userinfo.js';
 import { findUserBySubject, seedDemoUsers, type Argon2Params } from './idp/users.js';
 
 export interface EmbeddedIdp {
@@ -42,7 +43,7 @@ export interface EmbeddedIdpOptions {
   passwordHashing?: Argon2Params;
 }
 
-/** Scopes of the orders API; they live on its resource server, not among the OIDC scopes. */
+/** Scopes of the orders API, granted on its resource server. */
 const API_SCOPES = 'orders:read orders:write';
 const HOUR = 60 * 60;
 const DAY = 24 * HOUR;
@@ -72,8 +73,17 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
   const secrets = await loadOrCreateSecrets(db);
   await seedDemoUsers(db, opts.passwordHashing);
 
-  // Resource indicators must be absolute URIs; a bare audience such as 'orders-api' becomes a URN.
+  // Resource indicators must be absolute URIs (RFC 8707 §2); a bare audience such as 'orders-api' becomes a URN. The
+  // API's own URL (PUBLIC_URL) names the same resource server: it is what clients that follow RFC 8707 send.
   const resourceIndicator = URL.canParse(audience) ? audience : `urn:${encodeURIComponent(audience)}`;
+  const apiUrl = opts.publicUrl.replace(/\/+$/, '');
+  const apiResources = [...new Set([resourceIndicator, apiUrl])];
+  const twins = userinfoTwins({
+    secret: secrets.cookieKeys[0]!,
+    issuer,
+    audience,
+    publicJwks: toPublicJwks(secrets.signingKeys),
+  });
 
   const configuration: Configuration = {
     adapter: (model) => new PostgresAdapter(db, model),
@@ -84,13 +94,14 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
       // Distinct from whatever cookies the app itself sets on the same host.
       names: { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume' },
     },
-    scopes: ['openid', 'offline_access', 'profile', 'email'],
+    // The API's scopes are listed too, so discovery's scopes_supported names every scope a client may ask for.
+    scopes: ['openid', 'offline_access', 'profile', 'email', ...API_SCOPES.split(' ')],
     claims: {
       openid: ['sub'],
       profile: ['name', 'preferred_username'],
       email: ['email', 'email_verified'],
     },
-    // Access tokens are bound to the API, so userinfo cannot be called with them: put the claims in the ID token.
+    // The ID token carries the profile claims too, so a client need not call userinfo (it may: see userinfo.ts).
     conformIdTokenClaims: false,
     responseTypes: ['code'],
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
@@ -128,8 +139,9 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
         (code.scopes.has('offline_access') || FIRST_PARTY_CLIENTS.has(client.clientId))
       );
     },
-    async extraTokenClaims(_ctx, token) {
+    async extraTokenClaims(ctx, token) {
       if (token.kind !== 'AccessToken' || !token.accountId) return undefined;
+      await twins.save(ctx, token);
       const user = await findUserBySubject(db, token.accountId);
       return { roles: [...(user?.roles ?? [])], name: user?.name, email: user?.email };
     },
@@ -162,14 +174,17 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
       },
       resourceIndicators: {
         enabled: true,
-        // Clients (and `npm run token`) send no resource parameter: every request is for the orders API.
+        // Clients (and `npm run token`) may send no resource parameter: every request is for the orders API. Without
+        // one, both of its names are granted, so a token request may then name either.
         async defaultResource(_ctx, _client, oneOf) {
-          if (oneOf) return oneOf.includes(resourceIndicator) ? resourceIndicator : oneOf;
-          return resourceIndicator;
+          if (oneOf) return oneOf.find((r) => apiResources.includes(r)) ?? oneOf;
+          return apiResources.length === 1 ? resourceIndicator : apiResources;
         },
         useGrantedResource: async () => true,
         async getResourceServerInfo(_ctx, indicator) {
-          if (indicator !== resourceIndicator) throw new errors.InvalidTarget();
+          if (!apiResources.includes(indicator)) {
+            throw new errors.InvalidTarget(`the only resource here is the orders API: ${apiResources.join(' or ')}`);
+          }
           return {
             scope: API_SCOPES,
             audience,
@@ -221,6 +236,7 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
     ...(opts.signinLockSeconds ? { lockSeconds: opts.signinLockSeconds } : {}),
   });
   router.use(interactionRoutes({ provider, db, basePath, logger, throttle }));
+  router.use('/me', twins.middleware());
   router.use(provider.callback());
 
   const sweep = () =>

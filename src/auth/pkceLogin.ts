@@ -11,6 +11,8 @@ export interface PkceLoginOptions {
   redirectUri?: string;
   /** Defaults to 'openid profile email orders:read orders:write'. */
   scope?: string;
+  /** The resource indicator (RFC 8707) sent with the authorization and token requests; none by default. */
+  resource?: string;
   /** Asks for a DPoP-bound access token (RFC 9449) tied to this key pair; see `dpop` in the result. */
   dpopKeyPair?: client.CryptoKeyPair;
 }
@@ -64,6 +66,7 @@ export async function loginWithPkce(opts: PkceLoginOptions): Promise<PkceLoginRe
     code_challenge_method: 'S256',
     state,
     nonce,
+    ...(opts.resource ? { resource: opts.resource } : {}),
   });
 
   const browser = new Browser(issuer.origin);
@@ -87,7 +90,7 @@ export async function loginWithPkce(opts: PkceLoginOptions): Promise<PkceLoginRe
         expectedNonce: nonce,
         idTokenExpected: scope.split(' ').includes('openid'),
       },
-      undefined,
+      opts.resource ? { resource: opts.resource } : undefined,
       dpop ? { DPoP: dpop } : undefined,
     ),
   );

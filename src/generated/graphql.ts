@@ -162,6 +162,8 @@ export type OrderStatus =
 /** A catalogue product. */
 export type Product = {
   __typename?: 'Product';
+  /** Stable, unique id: the product's SKU (the same value as `sku`), so clients can normalize products by `id`. */
+  id: Scalars['ID']['output'];
   /** Display name. */
   name: Scalars['String']['output'];
   /** Current price in integer cents. */
@@ -237,6 +239,8 @@ export type Viewer = {
   __typename?: 'Viewer';
   /** The caller's customer record, created on first use. Needs the `orders:read` scope. */
   customer: Maybe<Customer>;
+  /** Stable, unique id of the caller: their OIDC subject (the same value as `subject`), so clients can normalize the viewer by `id`. */
+  id: Scalars['ID']['output'];
   /** Roles granted by the identity provider; `staff` may see and change every order. */
   roles: Array<Scalars['String']['output']>;
   /** Scopes granted to the credential in use, such as `orders:read`. */
@@ -403,6 +407,7 @@ export type OrderItemResolvers<ContextType = Context, ParentType extends Resolve
 };
 
 export type ProductResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Product'] = ResolversParentTypes['Product']> = {
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   priceCents?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   sku?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -423,6 +428,7 @@ export type SubscriptionResolvers<ContextType = Context, ParentType extends Reso
 
 export type ViewerResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Viewer'] = ResolversParentTypes['Viewer']> = {
   customer?: Resolver<Maybe<ResolversTypes['Customer']>, ParentType, ContextType>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   roles?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
   scopes?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
   subject?: Resolver<ResolversTypes['String'], ParentType, ContextType>;

@@ -21,6 +21,7 @@ import {
   refuseForeignOrigins,
   sendGraphqlError,
 } from './graphqlEnvelope.js';
+import { withGraphiqlLink } from './graphiql.js';
 import { codeOf, isUnexpected } from './graphqlErrors.js';
 import type { Metrics } from './metrics.js';
 import { sha256 } from './persistedDocuments.js';
@@ -206,7 +207,7 @@ export async function createGraphqlRouter(deps: {
       protocolPlugin(metrics, pipeline),
       config.isProduction
         ? ApolloServerPluginLandingPageDisabled()
-        : ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true }),
+        : withGraphiqlLink(ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true })),
     ],
   });
   await apollo.start();

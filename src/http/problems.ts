@@ -143,7 +143,7 @@ export const PROBLEM_TYPES = {
     title: 'Unsupported media type',
     slug: 'unsupported-media-type',
     description:
-      'Send application/json for POST and PUT, and application/merge-patch+json for PATCH (see the Accept-Patch header).',
+      'Send application/json for POST and PUT, and application/merge-patch+json or application/json for PATCH (see the Accept-Patch header).',
   },
   NOT_ACCEPTABLE: {
     status: 406,

@@ -4,8 +4,19 @@ import { DateTime } from './DateTime.js';
 import { Mutation } from './Mutation.js';
 import { Order } from './Order.js';
 import { OrderItem } from './OrderItem.js';
+import { Product } from './Product.js';
 import { Query } from './Query.js';
 import { Subscription } from './Subscription.js';
 import { Viewer } from './Viewer.js';
 
-export const resolvers: Resolvers = { Query, Mutation, Subscription, Order, OrderItem, Customer, Viewer, DateTime };
+export const resolvers: Resolvers = {
+  Query,
+  Mutation,
+  Subscription,
+  Order,
+  OrderItem,
+  Product,
+  Customer,
+  Viewer,
+  DateTime,
+};

@@ -62,7 +62,33 @@ declare module 'oidc-provider' {
     readonly accountId?: string;
     readonly clientId?: string;
     readonly scope?: string;
+    readonly scopes: Set<string>;
     readonly resourceServer?: { audience?: string; scope?: string };
+    readonly grantId?: string;
+    readonly gty?: string;
+    readonly jkt?: string;
+    readonly claims?: UnknownObject;
+    readonly sessionUid?: string;
+    readonly expiresWithSession?: boolean;
+    readonly sid?: string;
+    /** Seconds the token lives from issue. */
+    readonly expiration: number;
+  }
+
+  export interface AccessTokenConstructor {
+    new (properties: {
+      jti?: string;
+      accountId: string;
+      clientId?: string;
+      grantId: string;
+      gty?: string;
+      scope: string;
+      claims?: UnknownObject;
+      sessionUid?: string;
+      expiresWithSession?: boolean;
+      sid?: string;
+      expiresIn?: number;
+    }): { format?: 'opaque' | 'jwt'; save(): Promise<string> };
   }
 
   export interface Account {
@@ -78,6 +104,13 @@ declare module 'oidc-provider' {
   /** The Koa context oidc-provider hands to configuration helpers. */
   export interface KoaContextWithOIDC {
     oidc: {
+      readonly provider: Provider;
+      /** What the current request has loaded: at the token endpoint, the code or refresh token and its grant. */
+      readonly entities?: {
+        readonly Grant?: Grant;
+        readonly AuthorizationCode?: BaseToken;
+        readonly RefreshToken?: BaseToken;
+      };
       readonly client?: Client;
       readonly route?: string;
       readonly params?: UnknownObject;
@@ -119,6 +152,8 @@ declare module 'oidc-provider' {
     addOIDCScope(scope: string): void;
     addOIDCClaims(claims: string[]): void;
     addResourceScope(resource: string, scope: string): void;
+    /** The granted OpenID scopes that are also in `filter`, space-separated. */
+    getOIDCScopeFiltered(filter: Set<string>): string;
     save(ttl?: number): Promise<string>;
     static find(id: string): Promise<Grant | undefined>;
   }
@@ -196,6 +231,7 @@ declare module 'oidc-provider' {
     proxy: boolean;
     readonly Client: ClientConstructor;
     readonly Grant: typeof Grant;
+    readonly AccessToken: AccessTokenConstructor;
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
     interactionFinished(

@@ -100,9 +100,11 @@ const orderResponse = (description: string) => ({
   content: { 'application/json': { schema: ref('schemas/Order') } },
 });
 
-const jsonBody = (schema: string, type = 'application/json') => ({
+const jsonBody = (schema: string, ...types: string[]) => ({
   required: true,
-  content: { [type]: { schema: ref(`schemas/${schema}`) } },
+  content: Object.fromEntries(
+    (types.length ? types : ['application/json']).map((type) => [type, { schema: ref(`schemas/${schema}`) }]),
+  ),
 });
 
 /** Failures of reading a request body, on every operation that takes one. */
@@ -198,7 +200,7 @@ const paths = {
       operationId: 'patchOrder',
       summary: 'Change the status (JSON merge patch, conditional)',
       parameters: [ref('parameters/IfMatchRequired')],
-      requestBody: jsonBody('OrderPatch', 'application/merge-patch+json'),
+      requestBody: jsonBody('OrderPatch', 'application/merge-patch+json', 'application/json'),
       responses: {
         '200': orderResponse('The changed order.'),
         ...errorResponses([...BODY_ERRORS, ...CONDITIONAL_WRITE_ERRORS, 'INVALID_TRANSITION', 'BAD_USER_INPUT'], {
@@ -275,7 +277,7 @@ export const openapiDocument = {
         schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$' },
       },
       WWWAuthenticate: { required: true, schema: { type: 'string', pattern: '^(Bearer|DPoP) ' } },
-      AcceptPatch: { required: true, schema: { const: 'application/merge-patch+json' } },
+      AcceptPatch: { required: true, schema: { const: 'application/merge-patch+json, application/json' } },
       RetryAfter: { required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
       RateLimit: {
         required: true,

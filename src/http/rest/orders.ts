@@ -11,6 +11,8 @@ import { decodeCursor, encodeCursor, orderJson } from './representation.js';
 
 const JSON_TYPE = 'application/json';
 const MERGE_PATCH = 'application/merge-patch+json';
+/** A merge patch (RFC 7396) may also come as plain JSON, as GitHub's API takes it: generated clients send that. */
+const PATCH_TYPES = [MERGE_PATCH, JSON_TYPE] as const;
 /** Per-user data: a private cache may keep it but must revalidate; no shared cache may store it. */
 const PRIVATE_REVALIDATE = 'private, no-cache';
 
@@ -36,15 +38,17 @@ function sendOrder(res: Response, status: number, order: Order, items: readonly 
     .send(JSON.stringify(orderJson(order, items)));
 }
 
-/** The body must have been sent as `type`; otherwise 415, naming what is accepted. */
+/** The body must have been sent as one of `types`; otherwise 415, naming what is accepted. */
 function requireType(
   req: Request,
   res: Response,
-  type: string,
+  types: readonly string[],
   acceptHeader: 'Accept-Patch' | 'Accept-Post' | 'Accept',
 ) {
-  if (req.is(type)) return true;
-  sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as ${type}.`, { headers: { [acceptHeader]: type } });
+  if (req.is([...types])) return true;
+  sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as ${types.join(' or ')}.`, {
+    headers: { [acceptHeader]: types.join(', ') },
+  });
   return false;
 }
 
@@ -111,7 +115,7 @@ export function ordersRouter(services: Services): express.Router {
         .send(JSON.stringify({ orders: listed.map((o) => orderJson(o.order, o.items)), next_cursor: next }));
     })
     .post(
-      (req, res, next) => (requireType(req, res, JSON_TYPE, 'Accept-Post') ? next() : undefined),
+      (req, res, next) => (requireType(req, res, [JSON_TYPE], 'Accept-Post') ? next() : undefined),
       jsonBody,
       async (req: Request, res: Response) => {
         const key = req.get('Idempotency-Key');
@@ -145,7 +149,7 @@ export function ordersRouter(services: Services): express.Router {
       sendOrder(res, 200, found.order, found.items, PRIVATE_REVALIDATE);
     })
     .patch(
-      (req, res, next) => (requireType(req, res, MERGE_PATCH, 'Accept-Patch') ? next() : undefined),
+      (req, res, next) => (requireType(req, res, PATCH_TYPES, 'Accept-Patch') ? next() : undefined),
       jsonBody,
       async (req: Request, res: Response) => {
         const condition = requiredIfMatch(req, res);
@@ -156,7 +160,7 @@ export function ordersRouter(services: Services): express.Router {
       },
     )
     .put(
-      (req, res, next) => (requireType(req, res, JSON_TYPE, 'Accept') ? next() : undefined),
+      (req, res, next) => (requireType(req, res, [JSON_TYPE], 'Accept') ? next() : undefined),
       jsonBody,
       async (req: Request, res: Response) => {
         const condition = requiredIfMatch(req, res);
