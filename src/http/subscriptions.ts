@@ -81,7 +81,7 @@ export function createWebSocketServer(deps: {
   const sockets = new WeakMap<WebSocket, Duplex>();
 
   /** Writes a shared result as a graphql-ws `next` message: only the operation id and the cost are its own. */
-  const memberOf = (socket: WebSocket, id: string, context: Context): Member => {
+  const memberOf = (socket: WebSocket, state: ConnectionState, id: string, context: Context): Member => {
     const before = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
     const after = Buffer.from(`${tailOf(pipeline.costOf(context))}}`);
     const writes = pendingWrites();
@@ -95,7 +95,8 @@ export function createWebSocketServer(deps: {
         if (socket.readyState !== socket.OPEN) return;
         writes.sent();
         if (direct) {
-          deps.fanout.cork(direct);
+          // A connection with one operation has nothing to batch; corking would only delay and buffer its write.
+          if (state.slots.size > 1) deps.fanout.cork(direct);
           direct.write(textFrame(before, head.bytes, after), writes.done);
         } else {
           socket.send(Buffer.concat([before, head.bytes, after]), { binary: false }, writes.done);
@@ -208,7 +209,7 @@ export function createWebSocketServer(deps: {
         if (prepared.ok) {
           const ticket = deps.fanout.admit(prepared.args);
           if (!ticket) return prepared.args;
-          sharing.set(context, { ticket, member: memberOf(ctx.extra.socket, id, context) });
+          sharing.set(context, { ticket, member: memberOf(ctx.extra.socket, state, id, context) });
           return ticket.args;
         }
         // A refused operation never runs, so its slot is given back now (onError would too; release is idempotent).
