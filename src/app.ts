@@ -17,6 +17,7 @@ import { createAuthRouter } from './http/authRoutes.js';
 import { CLIENT_ERROR_CODES, clientError } from './http/clientErrors.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
 import { createGraphqlRouter } from './http/graphql.js';
+import { homeRoute } from './http/home.js';
 import { createMetrics, recordRequests, type Metrics } from './http/metrics.js';
 import { createPipeline } from './http/pipeline.js';
 import { createRateBudget, type RateBudget } from './http/rateBudget.js';
@@ -173,18 +174,11 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     );
   }
 
-  // Where a browser lands after signing out, and where a new user looks first.
-  app.get('/', (_req, res) => {
-    res.setHeader('Cache-Control', 'no-store');
-    res.json({
-      service: 'orders-api',
-      graphql: '/graphql',
-      rest: '/v1/orders',
-      openapi: '/v1/openapi.json',
-      signIn: '/auth/login',
-      session: '/auth/session',
-    });
-  });
+  // Where a browser lands after signing in or out, and where a new user looks first.
+  app.get(
+    '/',
+    homeRoute({ sessionCookie: sessionAuth.cookieName, touch: sessions.touch, developmentTools: !config.isProduction }),
+  );
   app.get('/healthz', (_req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     res.json({ status: 'ok' });
