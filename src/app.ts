@@ -179,6 +179,11 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     '/',
     homeRoute({ sessionCookie: sessionAuth.cookieName, touch: sessions.touch, developmentTools: !config.isProduction }),
   );
+  // Browsers ask for it on every page; an empty answer they may cache beats a 404 in every log.
+  app.get('/favicon.ico', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.status(204).end();
+  });
   app.get('/healthz', (_req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     res.json({ status: 'ok' });
