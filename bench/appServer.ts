@@ -43,7 +43,12 @@ try {
     // The bench measures throughput from a few users; the rate budget would refuse most of it.
     RATE_LIMIT_POINTS: process.env.RATE_LIMIT_POINTS ?? '1000000000',
     ...(externalIssuer
-      ? { OIDC_ISSUER: externalIssuer, OIDC_CLIENT_ID: 'orders-web', OIDC_CLIENT_SECRET: 'orders-web-secret' }
+      ? {
+          OIDC_ISSUER: externalIssuer,
+          OIDC_CLIENT_ID: 'orders-web',
+          OIDC_CLIENT_SECRET: 'orders-web-secret',
+          OIDC_ALLOW_HTTP: 'true',
+        }
       : {}),
   });
   const running = await startServer(config, pino({ level: 'silent' }));

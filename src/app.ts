@@ -33,6 +33,7 @@ import { databaseReplayStore, deleteExpiredProofIds, redisReplayStore } from './
 import { createEventBus } from './store/eventBus.js';
 import { deleteOldEvents } from './store/events.js';
 import { deleteExpiredKeys } from './store/idempotency.js';
+import { createStorage } from './store/repositories.js';
 import { createSweeper } from './store/sweeper.js';
 import { redisReady } from './store/redis.js';
 
@@ -49,7 +50,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   const metrics = createMetrics();
   db.onStatement = () => metrics.sqlStatements.inc();
   const bus = await createEventBus({ db, logger, pollMs: config.eventPollMs, ...(redis ? { redis } : {}) });
-  const services = countingSubscriptions(createServices(db, bus), metrics);
+  const services = countingSubscriptions(createServices(createStorage(db), bus), metrics);
   const schema = buildSchema();
   const budget = countingRefusals(
     createRateBudget({ ...config.rateLimit, redis, namespace: db.identity, logger }),
@@ -277,10 +278,9 @@ async function startEmbeddedIdp({
   nodeEnv,
   ...opts
 }: Omit<EmbeddedIdpOptions, 'passwordHashing'> & { nodeEnv: Config['nodeEnv'] }) {
-  const [{ createEmbeddedIdp }, { argon2Params }] = await Promise.all([
-    import('./auth/embeddedIdp.js'),
-    import('./auth/idp/users.js'),
-  ]);
+  // One after the other: Jest's ESM linker fails when two dynamic imports race to link a module they share.
+  const { createEmbeddedIdp } = await import('./auth/embeddedIdp.js');
+  const { argon2Params } = await import('./auth/idp/users.js');
   return createEmbeddedIdp({ ...opts, passwordHashing: argon2Params(nodeEnv) });
 }
 

@@ -62,6 +62,12 @@ const EnvSchema = z.object({
   OIDC_ISSUER: optionalString.pipe(httpUrl('OIDC_ISSUER').optional()),
   OIDC_CLIENT_ID: optionalString,
   OIDC_CLIENT_SECRET: optionalString,
+  OIDC_ALLOW_HTTP: z
+    .string()
+    .trim()
+    .default('false')
+    .refine((v) => v === 'true' || v === 'false', 'OIDC_ALLOW_HTTP must be true or false')
+    .transform((v) => v === 'true'),
   API_AUDIENCE: z.string().trim().min(1).default('orders-api'),
   ROLES_CLAIM: z
     .string()
@@ -148,6 +154,15 @@ function crossFieldProblems(env: NodeJS.ProcessEnv, opts: LoadConfigOptions): st
       problems.push('OIDC_ISSUER: is required in production (the embedded identity provider is for development only)');
     if (!set('DATABASE_URL') && !opts.databaseHandedIn)
       problems.push('DATABASE_URL: is required in production (the embedded database is for development only)');
+    // openid-client refuses plain-HTTP issuers unless told; production says so at start, not at the first sign-in.
+    if (
+      set('OIDC_CLIENT_ID') &&
+      /^http:/i.test(env.OIDC_ISSUER?.trim() ?? '') &&
+      env.OIDC_ALLOW_HTTP?.trim() !== 'true'
+    )
+      problems.push(
+        'OIDC_ISSUER: browser sign-in needs an https issuer in production; set OIDC_ALLOW_HTTP=true only for an issuer reached over a private network',
+      );
   }
   if (!set('OIDC_ISSUER') && (set('OIDC_CLIENT_ID') || set('OIDC_CLIENT_SECRET')))
     problems.push('OIDC_CLIENT_ID: OIDC_CLIENT_ID/OIDC_CLIENT_SECRET have no meaning without OIDC_ISSUER');
@@ -185,6 +200,8 @@ export interface Config {
     readonly clientSecret?: string;
     readonly audience: string;
     readonly rolesClaim: string;
+    /** A plain-HTTP issuer is allowed in production (compose's Keycloak on the private network, tests). */
+    readonly allowHttp: boolean;
   };
   readonly corsOrigins: readonly string[];
   readonly logLevel: LogLevel;
@@ -277,6 +294,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
       ...(e.OIDC_CLIENT_SECRET ? { clientSecret: e.OIDC_CLIENT_SECRET } : {}),
       audience: e.API_AUDIENCE,
       rolesClaim: e.ROLES_CLAIM,
+      allowHttp: e.OIDC_ALLOW_HTTP,
     },
     corsOrigins: e.CORS_ORIGINS,
     logLevel: e.LOG_LEVEL,

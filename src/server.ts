@@ -3,8 +3,11 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createApp, type App } from './app.js';
 import { serveMetrics } from './http/metrics.js';
+import { PROBLEM_TYPES, problemBody } from './http/problems.js';
+import { RETRY_AFTER_SECONDS } from './domain/errors.js';
 import type { Config } from './config.js';
-import { openDatabase, type Database } from './store/db.js';
+import type { Database } from './store/db.js';
+import { openDatabase } from './store/open.js';
 import { migrate } from './store/migrations.js';
 import { closeRedis, openRedis } from './store/redis.js';
 import { seed } from './store/seed.js';
@@ -49,19 +52,12 @@ export async function startServer(
     inFlight.add(res);
     res.on('close', () => inFlight.delete(res));
     if (handler) return handler(req, res);
-    res.writeHead(503, {
+    res.writeHead(PROBLEM_TYPES.SERVICE_UNAVAILABLE.status, {
       'Content-Type': 'application/problem+json',
-      'Retry-After': '1',
+      'Retry-After': String(RETRY_AFTER_SECONDS),
       'X-Content-Type-Options': 'nosniff',
     });
-    res.end(
-      JSON.stringify({
-        type: '/problems/service-unavailable',
-        title: 'Service unavailable',
-        status: 503,
-        detail: 'Starting up.',
-      }),
-    );
+    res.end(JSON.stringify(problemBody('SERVICE_UNAVAILABLE', 'Starting up.', req.url ?? '/')));
   });
   // Behind a load balancer, idle keep-alive connections must outlive the balancer's own idle timeout.
   server.keepAliveTimeout = 65_000;

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { loadOrCreateSecrets } from '../../src/auth/idp/keys.js';
 import { argon2Params, seedDemoUsers } from '../../src/auth/idp/users.js';
-import { openDatabase } from '../../src/store/db.js';
+import { openDatabase } from '../../src/store/open.js';
 import { migrate } from '../../src/store/migrations.js';
 import { seed } from '../../src/store/seed.js';
 import { testRunAt } from './testRun.js';

@@ -96,3 +96,80 @@ export function within<T>(ms: number, what: string, promise: Promise<T>): Promis
     }),
   ]);
 }
+
+/**
+ * A graphql-sse subscription (distinct-connections mode, GET as EventSource sends it) that does what a browser's
+ * EventSource does when its stream ends: connects again with `Last-Event-ID` set to the last `id:` it saw, until
+ * `close()`. `ids` are the orders delivered (`orderCreated.id`), in arrival order, replays included.
+ */
+export function resumableSse(url: string, headers: Record<string, string>, query = ORDER_CREATED) {
+  const controller = new AbortController();
+  const ids: string[] = [];
+  const reconnects: { lastEventId: string | undefined; status: number | string }[] = [];
+  const waiters: (() => void)[] = [];
+  let lastEventId: string | undefined;
+  let closed = false;
+  const handle = (block: string) => {
+    const lines = block.split('\n');
+    const id = lines.find((l) => l.startsWith('id: '))?.slice(4);
+    const data = lines.find((l) => l.startsWith('data: '))?.slice(6);
+    if (!lines.includes('event: next') || !data) return;
+    const parsed = JSON.parse(data) as { data?: { orderCreated?: { id: string } } };
+    if (parsed.data?.orderCreated) ids.push(parsed.data.orderCreated.id);
+    if (id) lastEventId = id;
+    for (const w of waiters.splice(0)) w();
+  };
+  const loop = async () => {
+    for (let attempt = 0; !closed; attempt++) {
+      let status: number | string = 'error';
+      try {
+        const res = await fetch(`${url}/graphql/stream?query=${encodeURIComponent(query)}`, {
+          headers: {
+            accept: 'text/event-stream',
+            ...headers,
+            ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
+          },
+          signal: controller.signal,
+        });
+        status = res.status;
+        if (attempt > 0) reconnects.push({ lastEventId, status });
+        if (res.status === 200 && res.body) {
+          const decoder = new TextDecoder();
+          let buffer = '';
+          for await (const chunk of res.body) {
+            buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+            for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+              handle(buffer.slice(0, end));
+              buffer = buffer.slice(end + 2);
+            }
+          }
+          continue;
+        }
+        await res.body?.cancel();
+      } catch (error) {
+        if (closed) return;
+        if (attempt > 0 && status === 'error') reconnects.push({ lastEventId, status: String(error) });
+      }
+      // Refused or cut before it answered (no replica ready behind the balancer): EventSource's retry delay.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+  const running = loop();
+  return {
+    ids,
+    reconnects,
+    /** Resolves once `predicate(ids)` holds. */
+    async until(predicate: (ids: readonly string[]) => boolean) {
+      while (!predicate(ids)) {
+        if (closed) throw new Error(`the stream was closed with ${ids.length} orders received`);
+        await new Promise<void>((resolve) => waiters.push(resolve));
+      }
+    },
+    async close() {
+      closed = true;
+      controller.abort();
+      for (const w of waiters.splice(0)) w();
+      await running;
+    },
+  };
+}

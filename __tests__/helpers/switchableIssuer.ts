@@ -5,7 +5,8 @@ import express from 'express';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { pino } from 'pino';
 import { createEmbeddedIdp, type EmbeddedIdp } from '../../src/auth/embeddedIdp.js';
-import { openDatabase, type Database } from '../../src/store/db.js';
+import type { Database } from '../../src/store/db.js';
+import { openDatabase } from '../../src/store/open.js';
 import { migrate } from '../../src/store/migrations.js';
 import { testDataDir } from './testRun.js';
 

@@ -1,3 +1,4 @@
+import { CookieJar } from '../../src/auth/cookieJar.js';
 import { asFetchResponse, http, type Method } from './http.js';
 
 /**
@@ -5,7 +6,7 @@ import { asFetchResponse, http, type Method } from './http.js';
  * regardless of port), manual redirects, and the embedded IdP's sign-in form filled in the way a person would.
  */
 export class WebClient {
-  private readonly jars = new Map<string, Map<string, string>>();
+  private readonly jars = new Map<string, CookieJar>();
 
   cookie(url: string | URL, name: string): string | undefined {
     return this.jars.get(new URL(url).hostname)?.get(name);
@@ -41,9 +42,9 @@ export class WebClient {
     return { status: res.status, headers: res.headers, body };
   }
 
-  private jar(url: URL): Map<string, string> {
+  private jar(url: URL): CookieJar {
     let jar = this.jars.get(url.hostname);
-    if (!jar) this.jars.set(url.hostname, (jar = new Map()));
+    if (!jar) this.jars.set(url.hostname, (jar = new CookieJar()));
     return jar;
   }
 
@@ -53,20 +54,14 @@ export class WebClient {
   ) {
     const jar = this.jar(url);
     const headers = { ...init.headers };
-    if (jar.size && !('cookie' in headers)) headers.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const cookie = jar.header();
+    if (cookie && !('cookie' in headers)) headers.cookie = cookie;
     let req = http(url.origin)
       .method(init.method as Method, `${url.pathname}${url.search}`)
       .set(headers);
     if (init.body !== undefined) req = req.send(init.body.toString());
     const res = asFetchResponse(await req, url.href, init.method);
-    for (const line of res.headers.getSetCookie()) {
-      const [pair = '', ...attributes] = line.split(';');
-      const eq = pair.indexOf('=');
-      const name = pair.slice(0, eq).trim();
-      const expired = attributes.some((a) => /^\s*max-age\s*=\s*0\s*$/i.test(a));
-      if (expired) jar.delete(name);
-      else jar.set(name, pair.slice(eq + 1).trim());
-    }
+    jar.storeFrom(res.headers);
     return res;
   }
 }

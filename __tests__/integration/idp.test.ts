@@ -10,7 +10,7 @@ import express from 'express';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { pino } from 'pino';
 import * as oidc from 'openid-client';
-import { openDatabase } from '../../src/store/db.js';
+import { openDatabase } from '../../src/store/open.js';
 import type { Database } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrations.js';
 import { createEmbeddedIdp } from '../../src/auth/embeddedIdp.js';

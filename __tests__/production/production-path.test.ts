@@ -86,6 +86,7 @@ describe('the production build: prod dependencies only, NODE_ENV=production, an 
         OIDC_ISSUER: issuer.running.app.issuer,
         OIDC_CLIENT_ID: 'orders-web',
         OIDC_CLIENT_SECRET: 'orders-web-secret',
+        OIDC_ALLOW_HTTP: 'true',
         DRAIN_DELAY_S: '0',
       },
       { build: { cwd: app, entry: 'dist/src/main.js' } },

@@ -46,6 +46,27 @@ describe('configuration', () => {
     ]);
   });
 
+  test('production browser sign-in needs an https issuer unless OIDC_ALLOW_HTTP=true says the network is private', () => {
+    const prod = {
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://db/orders',
+      OIDC_ISSUER: 'http://keycloak:8080/realms/orders',
+      OIDC_CLIENT_ID: 'orders-web',
+      OIDC_CLIENT_SECRET: 's',
+    };
+    assert.deepEqual(problemsOf(prod), [
+      'OIDC_ISSUER: browser sign-in needs an https issuer in production; set OIDC_ALLOW_HTTP=true only for an issuer reached over a private network',
+    ]);
+    assert.equal(loadConfig({ ...prod, OIDC_ALLOW_HTTP: 'true' }).oidc.allowHttp, true);
+    assert.equal(loadConfig({ ...prod, OIDC_ISSUER: 'https://id.example.com/realms/orders' }).oidc.allowHttp, false);
+    // Without a client there is no browser sign-in: Bearer verification alone may use the issuer over http.
+    assert.equal(loadConfig({ ...prod, OIDC_CLIENT_ID: '', OIDC_CLIENT_SECRET: '' }).oidc.clientId, undefined);
+    assert.deepEqual(problemsOf({ ...prod, OIDC_ALLOW_HTTP: 'yes' }), [
+      'OIDC_ALLOW_HTTP: OIDC_ALLOW_HTTP must be true or false',
+      'OIDC_ISSUER: browser sign-in needs an https issuer in production; set OIDC_ALLOW_HTTP=true only for an issuer reached over a private network',
+    ]);
+  });
+
   test('lists every problem at once', () => {
     assert.deepEqual(
       problemsOf({

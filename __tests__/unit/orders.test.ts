@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from '@jest/globals';
 import { DomainError } from '../../src/domain/errors.js';
 import { orderEtag } from '../../src/domain/etags.js';
-import { isValidIdempotencyKey } from '../../src/domain/orderService.js';
 import { ID_PATTERN, newId } from '../../src/domain/ids.js';
-import { assertTransition, ORDER_STATUSES, priceLines, type OrderStatus } from '../../src/domain/orders.js';
+import { ORDER_STATUSES, type OrderStatus } from '../../src/domain/model.js';
+import { assertTransition, priceLines } from '../../src/domain/orders.js';
+import { isValidIdempotencyKey } from '../../src/http/idempotencyKey.js';
 
 const codeOf = (fn: () => unknown) => {
   try {

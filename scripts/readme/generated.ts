@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { PROBLEM_TYPES, problemTypeUri, type HttpErrorCode } from '../../src/http/problems.js';
+import { PROBLEM_TYPES, problemTypeUri, type ApiErrorCode } from '../../src/http/problems.js';
 
 /**
  * Parts of README.md that are written from their source rather than by hand, each between
@@ -16,7 +16,7 @@ function cell(text: string): string {
 }
 
 export function errorTable(): string {
-  const rows = (Object.entries(PROBLEM_TYPES) as [HttpErrorCode, (typeof PROBLEM_TYPES)[HttpErrorCode]][])
+  const rows = (Object.entries(PROBLEM_TYPES) as [ApiErrorCode, (typeof PROBLEM_TYPES)[ApiErrorCode]][])
     .sort(([a, x], [b, y]) => x.status - y.status || a.localeCompare(b))
     .map(
       ([code, type]) => `| \`${code}\` | ${type.status} | \`${problemTypeUri(code)}\` | ${cell(type.description)} |`,

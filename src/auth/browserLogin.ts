@@ -1,7 +1,7 @@
 import * as client from 'openid-client';
 import type { Config } from '../config.js';
 import { InvalidTokenError, claimAt, stringList, type TokenVerifier } from './bearer.js';
-import { WEB_CLIENT_ID } from './idp/clients.js';
+import { WEB_CLIENT_ID, WEB_CLIENT_SECRET } from './idp/clients.js';
 import type { LoginAttempt, NewSession } from './sessions.js';
 
 /** OpenID scopes for who the person is, and the API's scopes for what the session may do. */
@@ -203,7 +203,7 @@ export function browserLoginFor(config: Config, issuer: string, verifier: TokenV
       ? { clientId: config.oidc.clientId, clientSecret: config.oidc.clientSecret }
       : null
     : // Registered by the embedded IdP (src/auth/idp/clients.ts); development only.
-      { clientId: WEB_CLIENT_ID, clientSecret: 'orders-web-secret' };
+      { clientId: WEB_CLIENT_ID, clientSecret: WEB_CLIENT_SECRET };
   if (!client) return null;
   return createBrowserLogin({
     issuer,
@@ -211,7 +211,7 @@ export function browserLoginFor(config: Config, issuer: string, verifier: TokenV
     ...(client.clientSecret ? { clientSecret: client.clientSecret } : {}),
     redirectUri: `${config.publicUrl}/auth/callback`,
     postLogoutRedirectUri: `${config.publicUrl}/`,
-    allowInsecureRequests: new URL(issuer).protocol === 'http:' && !config.isProduction,
+    allowInsecureRequests: new URL(issuer).protocol === 'http:' && (!config.isProduction || config.oidc.allowHttp),
     verifier,
     rolesClaim: config.oidc.rolesClaim,
   });

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import Provider, { errors } from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { Database } from '../store/db.js';
-import { PostgresAdapter, sweepExpiredModels } from './idp/adapter.js';
+import { PostgresAdapter, sweepExpiredModels } from '../store/idp.js';
 import { FIRST_PARTY_CLIENTS, allowLoopbackReplicas, clientMetadata } from './idp/clients.js';
 import { interactionRoutes } from './idp/interactions.js';
 import { loadOrCreateSecrets, toPublicJwks } from './idp/keys.js';

@@ -1,4 +1,5 @@
 import * as client from 'openid-client';
+import { CookieJar } from './cookieJar.js';
 
 export interface PkceLoginOptions {
   issuer: string;
@@ -178,14 +179,15 @@ function decodeEntities(text: string): string {
 
 /** Just enough of a browser: manual redirects and a cookie jar, only ever talking to the issuer's origin. */
 class Browser {
-  private readonly cookies = new Map<string, string>();
+  private readonly cookies = new CookieJar();
 
   constructor(private readonly origin: string) {}
 
   async request(url: URL, form?: Record<string, string>): Promise<Response> {
     if (url.origin !== this.origin) throw new Error(`sign-in failed: unexpected redirect to ${url.origin}`);
     const headers: Record<string, string> = { accept: 'text/html' };
-    if (this.cookies.size) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const cookie = this.cookies.header();
+    if (cookie) headers.cookie = cookie;
     if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
     const response = await step(`cannot reach ${url.origin}`, () =>
       fetch(url, {
@@ -196,21 +198,8 @@ class Browser {
         signal: AbortSignal.timeout(TIMEOUT_SECONDS * 1000),
       }),
     );
-    for (const cookie of response.headers.getSetCookie()) this.store(cookie);
+    this.cookies.storeFrom(response.headers);
     return response;
-  }
-
-  private store(setCookie: string): void {
-    const [pair = '', ...attributes] = setCookie.split(';');
-    const eq = pair.indexOf('=');
-    if (eq <= 0) return;
-    const name = pair.slice(0, eq).trim();
-    const expired = attributes.some((a) => {
-      const [key = '', value = ''] = a.split('=').map((s) => s.trim().toLowerCase());
-      return (key === 'max-age' && Number(value) <= 0) || (key === 'expires' && Date.parse(value) <= Date.now());
-    });
-    if (expired) this.cookies.delete(name);
-    else this.cookies.set(name, pair.slice(eq + 1).trim());
   }
 }
 

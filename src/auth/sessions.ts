@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
 import type { User } from '../domain/policy.js';
 import type { Queryable } from '../store/db.js';
+import { deleteExpiredSessionRows, sessionRows, type SessionRecord } from '../store/sessions.js';
 
 /** A session unused for this long ends (OWASP ASVS 3.3.2). */
 export const IDLE_TIMEOUT_SECONDS = 30 * 60;
@@ -63,34 +63,17 @@ export interface Session {
   readonly expiresAt: Date;
 }
 
-const AttemptRow = z.object({
-  state: z.string(),
-  nonce: z.string(),
-  code_verifier: z.string(),
-  return_to: z.string(),
-});
-
-const SessionRow = z.object({
-  subject: z.string(),
-  name: z.string().nullable(),
-  email: z.string().nullable(),
-  roles: z.array(z.string()),
-  scopes: z.array(z.string()),
-  expires_at: z.coerce.date(),
-});
-
-function toSession(row: unknown): Session {
-  const r = SessionRow.parse(row);
+function toSession(record: SessionRecord): Session {
   return {
     user: {
       kind: 'user',
-      subject: r.subject,
-      scopes: new Set(r.scopes),
-      roles: new Set(r.roles),
-      ...(r.name ? { name: r.name } : {}),
-      ...(r.email ? { email: r.email } : {}),
+      subject: record.subject,
+      scopes: new Set(record.scopes),
+      roles: new Set(record.roles),
+      ...(record.name ? { name: record.name } : {}),
+      ...(record.email ? { email: record.email } : {}),
     },
-    expiresAt: r.expires_at,
+    expiresAt: record.expiresAt,
   };
 }
 
@@ -100,6 +83,7 @@ function toSession(row: unknown): Session {
  */
 export function createSessionStore(db: Queryable, opts: { loginAttemptsPerIp?: number } = {}) {
   const attemptsPerIp = opts.loginAttemptsPerIp ?? 50;
+  const rows = sessionRows(db);
   return {
     /**
      * Stores a sign-in in progress; the returned id goes into the short-lived login cookie. Anyone can start one,
@@ -107,75 +91,38 @@ export function createSessionStore(db: Queryable, opts: { loginAttemptsPerIp?: n
      */
     async saveLoginAttempt(attempt: LoginAttempt, clientIp = 'unknown'): Promise<string> {
       const id = newId();
-      await db.query(`delete from auth_login_attempts where expires_at <= now()`);
-      await db.query(
-        `insert into auth_login_attempts (id_hash, state, nonce, code_verifier, return_to, client_ip, expires_at)
-         values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
-        [
-          hashId(id),
-          attempt.state,
-          attempt.nonce,
-          attempt.codeVerifier,
-          attempt.returnTo,
-          clientIp,
-          LOGIN_ATTEMPT_SECONDS,
-        ],
-      );
-      await db.query(
-        `delete from auth_login_attempts where id_hash in (
-           select id_hash from auth_login_attempts where client_ip = $1
-           order by created_at desc, expires_at desc offset $2)`,
-        [clientIp, attemptsPerIp],
-      );
+      await rows.saveLoginAttempt(hashId(id), attempt, clientIp, LOGIN_ATTEMPT_SECONDS, attemptsPerIp);
       return id;
     },
 
     /** Single use: the attempt is deleted as it is read, so a second callback with the same state finds nothing. */
     async takeLoginAttempt(id: string): Promise<LoginAttempt | null> {
-      if (!ID_SHAPE.test(id)) return null;
-      const [row] = await db.query(
-        `delete from auth_login_attempts where id_hash = $1
-         returning state, nonce, code_verifier, return_to, expires_at > now() as live`,
-        [hashId(id)],
-      );
-      if (!row || row.live !== true) return null;
-      const r = AttemptRow.parse(row);
-      return { state: r.state, nonce: r.nonce, codeVerifier: r.code_verifier, returnTo: r.return_to };
+      return ID_SHAPE.test(id) ? rows.takeLoginAttempt(hashId(id)) : null;
     },
 
     /** A fresh id for every sign-in: an id known before sign-in (session fixation) is never promoted. */
     async create(session: NewSession): Promise<{ id: string } & Session> {
       const id = newId();
-      await db.query(`delete from auth_sessions where expires_at <= now()`);
-      const [row] = await db.query(
-        `insert into auth_sessions (id_hash, subject, name, email, roles, scopes, id_token, expires_at)
-         values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, now() + make_interval(secs => $8))
-         returning subject, name, email, roles, scopes, expires_at`,
-        [
-          hashId(id),
-          session.subject,
-          session.name ?? null,
-          session.email ?? null,
-          JSON.stringify(session.roles),
-          JSON.stringify(session.scopes),
-          session.idToken ?? null,
-          ABSOLUTE_TIMEOUT_SECONDS,
-        ],
+      const record = await rows.createSession(
+        hashId(id),
+        {
+          subject: session.subject,
+          name: session.name ?? null,
+          email: session.email ?? null,
+          roles: [...session.roles],
+          scopes: [...session.scopes],
+          idToken: session.idToken ?? null,
+        },
+        ABSOLUTE_TIMEOUT_SECONDS,
       );
-      return { id, ...toSession(row) };
+      return { id, ...toSession(record) };
     },
 
     /** The live session with this id, its idle clock restarted; null when unknown, idle too long, expired or revoked. */
     async touch(id: string): Promise<Session | null> {
       if (!ID_SHAPE.test(id)) return null;
-      const [row] = await db.query(
-        `update auth_sessions set last_seen_at = now()
-         where id_hash = $1 and revoked_at is null and expires_at > now()
-           and last_seen_at > now() - make_interval(secs => $2)
-         returning subject, name, email, roles, scopes, expires_at`,
-        [hashId(id), IDLE_TIMEOUT_SECONDS],
-      );
-      return row ? toSession(row) : null;
+      const record = await rows.touchSession(hashId(id), IDLE_TIMEOUT_SECONDS);
+      return record ? toSession(record) : null;
     },
 
     /**
@@ -183,36 +130,15 @@ export function createSessionStore(db: Queryable, opts: { loginAttemptsPerIp?: n
      * (at most once a minute, to spare writes).
      */
     async liveAmong(keys: readonly string[]): Promise<Set<string>> {
-      if (!keys.length) return new Set();
-      const rows = await db.query<{ id_hash: string }>(
-        `with live as (
-           select id_hash, last_seen_at from auth_sessions
-           where id_hash in (select jsonb_array_elements_text($1::jsonb))
-             and revoked_at is null and expires_at > now()
-             and last_seen_at > now() - make_interval(secs => $2)
-         ), touched as (
-           update auth_sessions s set last_seen_at = now() from live
-           where s.id_hash = live.id_hash and live.last_seen_at < now() - interval '60 seconds'
-           returning s.id_hash
-         )
-         select id_hash from live`,
-        [JSON.stringify(keys), IDLE_TIMEOUT_SECONDS],
-      );
-      return new Set(rows.map((r) => r.id_hash));
+      return keys.length ? rows.liveAmong(keys, IDLE_TIMEOUT_SECONDS) : new Set();
     },
 
     /** Ends the session for every replica at once; returns its ID token for the identity provider's logout. */
     async revoke(id: string): Promise<{ idToken?: string } | null> {
       if (!ID_SHAPE.test(id)) return null;
-      const [row] = await db.query<{ id_token: string | null }>(
-        `update auth_sessions s set revoked_at = now(), id_token = null
-         from (select id_hash, id_token from auth_sessions where id_hash = $1) old
-         where s.id_hash = old.id_hash and s.revoked_at is null
-         returning old.id_token`,
-        [hashId(id)],
-      );
-      if (!row) return null;
-      return row.id_token ? { idToken: row.id_token } : {};
+      const revoked = await rows.revokeSession(hashId(id));
+      if (!revoked) return null;
+      return revoked.idToken ? { idToken: revoked.idToken } : {};
     },
   };
 }
@@ -220,11 +146,6 @@ export function createSessionStore(db: Queryable, opts: { loginAttemptsPerIp?: n
 export type SessionStore = ReturnType<typeof createSessionStore>;
 
 /** Reclaims space: sessions that can never authenticate again (expired, idle too long, revoked) and stale sign-ins. */
-export async function deleteExpiredSessions(db: Queryable): Promise<void> {
-  await db.query(`delete from auth_login_attempts where expires_at <= now()`);
-  await db.query(
-    `delete from auth_sessions
-     where expires_at <= now() or revoked_at is not null or last_seen_at <= now() - make_interval(secs => $1)`,
-    [IDLE_TIMEOUT_SECONDS],
-  );
+export function deleteExpiredSessions(db: Queryable): Promise<void> {
+  return deleteExpiredSessionRows(db, IDLE_TIMEOUT_SECONDS);
 }

@@ -1,11 +1,5 @@
-import type { Queryable } from '../store/db.js';
-import { allProducts } from '../store/products.js';
-
-export interface Product {
-  readonly sku: string;
-  readonly name: string;
-  readonly priceCents: number;
-}
+import type { Product } from './model.js';
+import type { ProductRepository } from './ports.js';
 
 interface Snapshot {
   readonly at: number;
@@ -20,19 +14,20 @@ const REFRESH_MS = 60_000;
  * The catalogue is small, read on every order write and changed only by operators in the
  * database, so it is held in memory and re-read at most once a minute.
  */
-export function createCatalogue(db: Queryable) {
+export function createCatalogue(products: ProductRepository) {
   let cached: Snapshot | null = null;
   let loading: Promise<Snapshot> | null = null;
 
   async function load(): Promise<Snapshot> {
     if (cached && Date.now() - cached.at < REFRESH_MS) return cached;
-    loading ??= allProducts(db)
-      .then((products) => {
+    loading ??= products
+      .all()
+      .then((all) => {
         cached = {
           at: Date.now(),
-          products,
-          bySku: new Map(products.map((p) => [p.sku, p])),
-          prices: new Map(products.map((p) => [p.sku, p.priceCents])),
+          products: all,
+          bySku: new Map(all.map((p) => [p.sku, p])),
+          prices: new Map(all.map((p) => [p.sku, p.priceCents])),
         };
         return cached;
       })

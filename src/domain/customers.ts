@@ -1,20 +1,12 @@
-import type { Queryable } from '../store/db.js';
-import { customerBySubject, insertCustomerForSubject } from '../store/customers.js';
 import { newId } from './ids.js';
 import type { Loaders } from './loaders.js';
+import type { Customer } from './model.js';
+import type { CustomerRepository } from './ports.js';
 import { requireScope, SCOPES, type Principal, type User } from './policy.js';
-
-export interface Customer {
-  readonly id: string;
-  /** The OIDC `sub` this customer signs in as; null for customers imported without a login. */
-  readonly subject: string | null;
-  readonly name: string;
-  readonly email: string | null;
-}
 
 const MAX_CACHED_SUBJECTS = 10_000;
 
-export function createCustomerService(db: Queryable) {
+export function createCustomerService(repo: CustomerRepository) {
   // Customers are never deleted or re-linked, so subject → id is safe to remember.
   const idBySubject = new Map<string, string>();
 
@@ -24,8 +16,8 @@ export function createCustomerService(db: Queryable) {
       const cached = idBySubject.get(user.subject);
       if (cached) return cached;
       const customer =
-        (await customerBySubject(db, user.subject)) ??
-        (await insertCustomerForSubject(db, {
+        (await repo.bySubject(user.subject)) ??
+        (await repo.insertForSubject({
           id: newId('cus'),
           subject: user.subject,
           name: user.name?.trim() || user.subject,

@@ -1,8 +1,5 @@
-import type { StoredEvent } from '../store/events.js';
+import type { OrderEvent } from './model.js';
 import { isStaff, type User } from './policy.js';
-
-/** A committed change to an order, as subscribers receive it. */
-export type OrderEvent = StoredEvent;
 
 /** Receives every event once its transaction has committed. */
 export type EventSink = (event: OrderEvent) => void;

@@ -1,9 +1,6 @@
 import DataLoader from 'dataloader';
-import type { Queryable } from '../store/db.js';
-import { customersByIds } from '../store/customers.js';
-import { itemsOfOrders, listOrdersOfCustomers } from '../store/orders.js';
-import type { Customer } from './customers.js';
-import type { Order, OrderItem } from './orders.js';
+import type { Customer, Order, OrderItem } from './model.js';
+import type { Repositories } from './ports.js';
 
 export function groupBy<T>(values: readonly T[], key: (v: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
@@ -20,22 +17,21 @@ export function groupBy<T>(values: readonly T[], key: (v: T) => string): Map<str
  * Batching loaders for one request. They cache per request only, and carry no authorization:
  * callers pass ids of records the domain has already let them see.
  */
-export function createLoaders(db: Queryable) {
+export function createLoaders(repos: Pick<Repositories, 'customers' | 'orders'>) {
   return {
     customer: new DataLoader<string, Customer | null>(async (ids) => {
-      const byId = new Map((await customersByIds(db, ids)).map((c) => [c.id, c]));
+      const byId = new Map((await repos.customers.byIds(ids)).map((c) => [c.id, c]));
       return ids.map((id) => byId.get(id) ?? null);
     }),
     orderItems: new DataLoader<string, OrderItem[]>(async (orderIds) => {
-      const byOrder = groupBy(await itemsOfOrders(db, orderIds), (i) => i.orderId);
+      const byOrder = groupBy(await repos.orders.itemsOf(orderIds), (i) => i.orderId);
       return orderIds.map((id) => byOrder.get(id) ?? []);
     }),
     customerOrders: new DataLoader<{ customerId: string; first: number }, Order[], string>(
       async (keys) => {
         const results = new Map<string, Order[]>();
         for (const [first, group] of groupBy(keys, (k) => String(k.first))) {
-          const orders = await listOrdersOfCustomers(
-            db,
+          const orders = await repos.orders.listOfCustomers(
             group.map((k) => k.customerId),
             Number(first),
           );

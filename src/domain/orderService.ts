@@ -1,35 +1,17 @@
 import { createHash } from 'node:crypto';
-import type { Database, Queryable } from '../store/db.js';
-import { customersByIds } from '../store/customers.js';
-import { appendEvent, type StoredEvent } from '../store/events.js';
-import { claimKey, findKey, saveKey } from '../store/idempotency.js';
-import {
-  deleteOrder,
-  findOrder,
-  insertOrder,
-  itemsOfOrders,
-  listOrders,
-  replaceOrderItems,
-  updateOrderStatus,
-  type OrderCursor,
-} from '../store/orders.js';
 import type { Catalogue } from './catalogue.js';
 import type { CustomerService } from './customers.js';
 import { DomainError, invalidInput, notFound, preconditionFailed } from './errors.js';
+import { preconditionHolds, type Precondition } from './etags.js';
 import type { EventSink } from './events.js';
 import { ID_PATTERN, newId } from './ids.js';
 import { groupBy, type Loaders } from './loaders.js';
-import {
-  assertTransition,
-  isOrderStatus,
-  priceLines,
-  type Order,
-  type OrderItem,
-  type OrderLineInput,
-  type OrderStatus,
-} from './orders.js';
+import type { Order, OrderCursor, OrderEvent, OrderLineInput, OrderStatus, OrderWithItems } from './model.js';
+import { assertTransition, isOrderStatus, priceLines } from './orders.js';
+import type { Repositories, Storage } from './ports.js';
 import { isStaff, requireScope, SCOPES, type Principal, type User } from './policy.js';
 
+/** How many orders one list returns: `first`/`limit` unset means the default, above the maximum means the maximum. */
 export const PAGE = { default: 20, max: 100 } as const;
 
 /** Lost compare-and-set races (without a client precondition) are retried this often. */
@@ -40,21 +22,30 @@ export interface CreateOrderInput {
   readonly items: readonly OrderLineInput[];
 }
 
-/** A client's condition on the current order (an If-Match or a GraphQL etag), checked before writing. */
-export type Precondition = (order: Order) => boolean;
-
 export interface WriteOptions {
   readonly precondition?: Precondition;
 }
 
-export type CreateResult =
-  | { readonly replayed: false; readonly order: Order; readonly items: OrderItem[]; readonly response: unknown }
-  /** The key was used before with the same request: what was created then (null if since deleted). */
-  | { readonly replayed: true; readonly order: Order | null; readonly response: unknown };
+/**
+ * What a create answers. A repeat of an earlier request under the same idempotency key is `replayed`, with the
+ * order and lines as that first request created them, whatever has happened to the order since.
+ */
+export interface CreateResult extends OrderWithItems {
+  readonly replayed: boolean;
+}
 
-/** Keys are opaque to us; the bound keeps the table and its index small. */
-export function isValidIdempotencyKey(key: string): boolean {
-  return /^[\x21-\x7e]{1,255}$/.test(key);
+/** One page of the newest-first list. */
+export interface OrderPage {
+  readonly orders: Order[];
+  /** More orders follow the last one. */
+  readonly hasMore: boolean;
+  /** The page size applied, after the default and the maximum. */
+  readonly limit: number;
+}
+
+/** A JSON merge patch of an order: only the status may change. */
+export interface OrderPatch {
+  readonly status?: string;
 }
 
 function fingerprint(input: CreateOrderInput): string {
@@ -65,20 +56,29 @@ function fingerprint(input: CreateOrderInput): string {
   return createHash('sha256').update(canonical).digest('base64url');
 }
 
+/** The one rule for how many orders a list returns. */
+function pageSize(first: number | null | undefined, pointer: string): number {
+  if (first === null || first === undefined) return PAGE.default;
+  if (!Number.isInteger(first) || first < 0) {
+    throw invalidInput([{ pointer, reason: 'must be a non-negative integer' }]);
+  }
+  return Math.min(first, PAGE.max);
+}
+
 export function createOrderService(deps: {
-  db: Database;
+  storage: Storage;
   catalogue: Catalogue;
   customers: CustomerService;
   /** Told of each change after its transaction commits: the one place events leave the domain. */
   onEvent: EventSink;
 }) {
-  const { db, catalogue, customers } = deps;
+  const { storage, catalogue, customers } = deps;
 
   /** Runs a write and its event in one transaction, then publishes the event once committed. */
   async function withEvent<T>(
-    work: (tx: Queryable) => Promise<{ value: T; event: StoredEvent } | null>,
+    work: (tx: Repositories) => Promise<{ value: T; event: OrderEvent } | null>,
   ): Promise<T | null> {
-    const done = await db.transaction(work);
+    const done = await storage.transaction(work);
     if (!done) return null;
     deps.onEvent(done.event);
     return done.value;
@@ -87,17 +87,15 @@ export function createOrderService(deps: {
   /** Someone else's order is reported exactly like a missing one. */
   async function visibleOrder(user: User, id: string): Promise<Order | null> {
     if (!ID_PATTERN.test(id)) return null;
-    const order = await findOrder(db, id);
+    const order = await storage.orders.find(id);
     if (!order || isStaff(user)) return order;
     return order.customerId === (await customers.idFor(user)) ? order : null;
   }
 
-  function clampFirst(first: number | null | undefined): number {
-    if (first === null || first === undefined) return PAGE.default;
-    if (!Number.isInteger(first) || first < 0) {
-      throw invalidInput([{ pointer: '/first', reason: 'must be a non-negative integer' }]);
-    }
-    return Math.min(first, PAGE.max);
+  async function withItems(orders: readonly Order[]): Promise<OrderWithItems[]> {
+    if (!orders.length) return [];
+    const items = groupBy(await storage.orders.itemsOf(orders.map((o) => o.id)), (i) => i.orderId);
+    return orders.map((order) => ({ order, items: items.get(order.id) ?? [] }));
   }
 
   /**
@@ -114,7 +112,7 @@ export function createOrderService(deps: {
     for (let n = 1; ; n++) {
       const order = await visibleOrder(user, id);
       if (!order) throw notFound('Order');
-      if (opts.precondition && !opts.precondition(order)) throw preconditionFailed();
+      if (!preconditionHolds(opts.precondition, order)) throw preconditionFailed();
       const result = await attempt(order);
       if (result !== null) return result;
       if (n >= MAX_WRITE_ATTEMPTS) {
@@ -123,7 +121,12 @@ export function createOrderService(deps: {
     }
   }
 
-  async function changeStatus(principal: Principal, id: string, status: string, opts: WriteOptions = {}) {
+  async function changeStatus(
+    principal: Principal,
+    id: string,
+    status: string,
+    opts: WriteOptions = {},
+  ): Promise<Order> {
     const user = requireScope(principal, SCOPES.write);
     if (!isOrderStatus(status)) assertTransition('pending', status);
     return writeVisible(user, id, opts, async (order) => {
@@ -132,8 +135,8 @@ export function createOrderService(deps: {
       }
       assertTransition(order.status, status);
       return withEvent(async (tx) => {
-        const updated = await updateOrderStatus(tx, id, status as OrderStatus, order.version);
-        return updated && { value: updated, event: await appendEvent(tx, 'updated', updated) };
+        const updated = await tx.orders.updateStatus(id, status as OrderStatus, order.version);
+        return updated && { value: updated, event: await tx.events.append('updated', updated) };
       });
     });
   }
@@ -141,7 +144,7 @@ export function createOrderService(deps: {
   async function resolveCustomer(user: User, named: string | null | undefined): Promise<string> {
     if (named === undefined || named === null) return customers.idFor(user);
     if (isStaff(user)) {
-      const [found] = ID_PATTERN.test(named) ? await customersByIds(db, [named]) : [];
+      const [found] = ID_PATTERN.test(named) ? await storage.customers.byIds([named]) : [];
       if (!found) throw invalidInput([{ pointer: '/customer_id', reason: 'no such customer' }]);
       return found.id;
     }
@@ -155,55 +158,38 @@ export function createOrderService(deps: {
     },
 
     /** An order with its lines, or null when it is not visible. */
-    async getWithItems(principal: Principal, id: string): Promise<{ order: Order; items: OrderItem[] } | null> {
+    async getWithItems(principal: Principal, id: string): Promise<OrderWithItems | null> {
       const order = await visibleOrder(requireScope(principal, SCOPES.read), id);
-      return order ? { order, items: await itemsOfOrders(db, [order.id]) } : null;
+      return order ? { order, items: await storage.orders.itemsOf([order.id]) } : null;
     },
 
-    /** Newest first: every order for staff, a customer's own otherwise. */
-    async recent(principal: Principal, first?: number | null): Promise<Order[]> {
-      const user = requireScope(principal, SCOPES.read);
-      const limit = clampFirst(first);
-      if (limit === 0) return [];
-      return listOrders(db, isStaff(user) ? { limit } : { customerId: await customers.idFor(user), limit });
-    },
-
-    /** One page of the newest-first list with the orders' lines, plus whether more follow. */
-    async page(
+    /**
+     * Newest first: every order for staff, a customer's own otherwise. `first` unset is 20, above 100 is 100,
+     * negative is invalid; `after` continues from the last order of a previous page.
+     */
+    async list(
       principal: Principal,
-      opts: { limit: number; after?: OrderCursor },
-    ): Promise<{ orders: { order: Order; items: OrderItem[] }[]; hasMore: boolean }> {
+      opts: { readonly first?: number | null; readonly after?: OrderCursor } = {},
+    ): Promise<OrderPage> {
       const user = requireScope(principal, SCOPES.read);
-      const limit = Math.min(Math.max(1, opts.limit), PAGE.max);
-      const rows = await listOrders(db, {
+      const limit = pageSize(opts.first, '/first');
+      if (limit === 0) return { orders: [], hasMore: false, limit };
+      const rows = await storage.orders.list({
         limit: limit + 1,
         ...(opts.after ? { after: opts.after } : {}),
         ...(isStaff(user) ? {} : { customerId: await customers.idFor(user) }),
       });
-      const orders = rows.slice(0, limit);
-      const lines = orders.length
-        ? await itemsOfOrders(
-            db,
-            orders.map((o) => o.id),
-          )
-        : [];
-      const items = groupBy(lines, (i) => i.orderId);
-      return {
-        orders: orders.map((order) => ({ order, items: items.get(order.id) ?? [] })),
-        hasMore: rows.length > limit,
-      };
+      return { orders: rows.slice(0, limit), hasMore: rows.length > limit, limit };
     },
 
-    /** The lines of an order that the domain has already let the caller see. */
-    itemsOf(order: Order): Promise<OrderItem[]> {
-      return itemsOfOrders(db, [order.id]);
-    },
+    /** The lines of orders the domain has already let the caller see, in one read. */
+    withItems,
 
     /** A customer's newest orders, for staff or for that customer. */
     async ofCustomer(principal: Principal, customerId: string, first: number | null | undefined, loaders: Loaders) {
       const user = requireScope(principal, SCOPES.read);
       if (!isStaff(user) && customerId !== (await customers.idFor(user))) return [];
-      const limit = clampFirst(first);
+      const limit = pageSize(first, '/first');
       return limit === 0 ? [] : loaders.customerOrders.load({ customerId, first: limit });
     },
 
@@ -211,18 +197,15 @@ export function createOrderService(deps: {
      * Places an order. With an idempotency key, the key record is written in the same transaction
      * as the order, so a crash leaves neither; a repeat of the same request replays the first
      * result, a different request under the key is refused, and so is a repeat while the first
-     * is still in flight. `response` lets a transport store what it answered, for replaying.
+     * is still in flight.
      */
     async create(
       principal: Principal,
       input: CreateOrderInput,
-      opts: { idempotencyKey?: string; response?: (created: { order: Order; items: OrderItem[] }) => unknown } = {},
+      opts: { readonly idempotencyKey?: string } = {},
     ): Promise<CreateResult> {
       const user = requireScope(principal, SCOPES.write);
       const key = opts.idempotencyKey;
-      if (key !== undefined && !isValidIdempotencyKey(key)) {
-        throw invalidInput([{ pointer: '/idempotencyKey', reason: 'must be 1 to 255 visible ASCII characters' }]);
-      }
       const customerId = await resolveCustomer(user, input.customerId);
       const priced = priceLines(input.items, await catalogue.prices());
       const now = new Date();
@@ -235,16 +218,17 @@ export function createOrderService(deps: {
         createdAt: now,
         updatedAt: now,
       };
-      type Outcome = (CreateResult & { replayed: false; event: StoredEvent }) | { replayOf: string; response: unknown };
-      const result = await db.transaction(async (tx): Promise<Outcome> => {
+      type Outcome =
+        { created: OrderWithItems; event: OrderEvent } | { replayOf: string; first: OrderWithItems | null };
+      const result = await storage.transaction(async (tx): Promise<Outcome> => {
         if (key !== undefined) {
-          if (!(await claimKey(tx, user.subject, key))) {
+          if (!(await tx.idempotency.claim(user.subject, key))) {
             throw new DomainError(
               'IDEMPOTENCY_KEY_IN_USE',
               'A request with this Idempotency-Key is still being processed; retry after it completes.',
             );
           }
-          const previous = await findKey(tx, user.subject, key);
+          const previous = await tx.idempotency.find(user.subject, key);
           if (previous) {
             if (previous.fingerprint !== fingerprint(input)) {
               throw new DomainError(
@@ -252,22 +236,24 @@ export function createOrderService(deps: {
                 'This Idempotency-Key was already used with a different request; use a new key.',
               );
             }
-            return { replayOf: previous.orderId, response: previous.response };
+            return { replayOf: previous.orderId, first: previous.created };
           }
         }
-        const items = await insertOrder(tx, order, priced.lines);
-        const response = opts.response?.({ order, items }) ?? null;
+        const created = { order, items: await tx.orders.insert(order, priced.lines) };
         if (key !== undefined) {
-          await saveKey(tx, user.subject, key, { fingerprint: fingerprint(input), orderId: order.id, response });
+          await tx.idempotency.save(user.subject, key, { fingerprint: fingerprint(input), orderId: order.id, created });
         }
-        return { replayed: false, order, items, response, event: await appendEvent(tx, 'created', order) };
+        return { created, event: await tx.events.append('created', order) };
       });
-      if ('replayOf' in result) {
-        return { replayed: true, order: await visibleOrder(user, result.replayOf), response: result.response };
+      if ('created' in result) {
+        deps.onEvent(result.event);
+        return { replayed: false, ...result.created };
       }
-      const { event, ...created } = result;
-      deps.onEvent(event);
-      return created;
+      if (result.first) return { replayed: true, ...result.first };
+      // A record kept without what it created answers with the order as it is now, if it still exists.
+      const current = await visibleOrder(user, result.replayOf);
+      if (!current) throw new DomainError('NOT_FOUND', 'The order created with this key no longer exists.');
+      return { replayed: true, order: current, items: await storage.orders.itemsOf([current.id]) };
     },
 
     changeStatus,
@@ -276,13 +262,29 @@ export function createOrderService(deps: {
       return changeStatus(principal, id, 'cancelled', opts);
     },
 
+    /**
+     * Applies a merge patch under a precondition. An empty patch changes nothing, but its precondition
+     * still holds or fails, and it answers with the order as it is.
+     */
+    async patch(principal: Principal, id: string, patch: OrderPatch, opts: WriteOptions = {}): Promise<OrderWithItems> {
+      if (patch.status !== undefined) {
+        const [changed] = await withItems([await changeStatus(principal, id, patch.status, opts)]);
+        return changed!;
+      }
+      // Nothing is written, so reading is all it needs.
+      const order = await visibleOrder(requireScope(principal, SCOPES.read), id);
+      if (!order) throw notFound('Order');
+      if (!preconditionHolds(opts.precondition, order)) throw preconditionFailed();
+      return { order, items: await storage.orders.itemsOf([order.id]) };
+    },
+
     /** Replaces the lines of a pending order (its owner or staff). */
     async replaceItems(
       principal: Principal,
       id: string,
       lines: readonly OrderLineInput[],
       opts: WriteOptions = {},
-    ): Promise<{ order: Order; items: OrderItem[] }> {
+    ): Promise<OrderWithItems> {
       const user = requireScope(principal, SCOPES.write);
       const priced = priceLines(lines, await catalogue.prices());
       return writeVisible(user, id, opts, async (order) => {
@@ -290,8 +292,8 @@ export function createOrderService(deps: {
           throw new DomainError('NOT_EDITABLE', `The order is ${order.status}; only pending orders can be changed.`);
         }
         return withEvent(async (tx) => {
-          const replaced = await replaceOrderItems(tx, id, order.version, priced.lines, priced.totalCents);
-          return replaced && { value: replaced, event: await appendEvent(tx, 'updated', replaced.order) };
+          const replaced = await tx.orders.replaceItems(id, order.version, priced.lines, priced.totalCents);
+          return replaced && { value: replaced, event: await tx.events.append('updated', replaced.order) };
         });
       });
     },
@@ -302,8 +304,8 @@ export function createOrderService(deps: {
       await writeVisible(user, id, opts, async (order) => {
         if (!isStaff(user)) throw new DomainError('FORBIDDEN', 'Only staff may delete orders.');
         return withEvent(async (tx) =>
-          (await deleteOrder(tx, id, order.version))
-            ? { value: true, event: await appendEvent(tx, 'deleted', order) }
+          (await tx.orders.delete(id, order.version))
+            ? { value: true, event: await tx.events.append('deleted', order) }
             : null,
         );
       });

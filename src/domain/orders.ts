@@ -1,8 +1,5 @@
 import { DomainError, invalidInput, type InvalidField } from './errors.js';
-
-/** Allowed values of Order.status, in lifecycle order. */
-export const ORDER_STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'] as const;
-export type OrderStatus = (typeof ORDER_STATUSES)[number];
+import { ORDER_STATUSES, type OrderLineInput, type OrderStatus, type PricedLine } from './model.js';
 
 const NEXT: Readonly<Record<OrderStatus, readonly OrderStatus[]>> = {
   pending: ['paid', 'cancelled'],
@@ -12,30 +9,13 @@ const NEXT: Readonly<Record<OrderStatus, readonly OrderStatus[]>> = {
   cancelled: [],
 };
 
-export interface Order {
-  readonly id: string;
-  readonly customerId: string;
-  readonly status: OrderStatus;
-  readonly totalCents: number;
-  readonly version: number;
-  readonly createdAt: Date;
-  readonly updatedAt: Date;
-}
-
-export interface OrderItem {
-  readonly orderId: string;
-  readonly lineNo: number;
-  readonly sku: string;
-  readonly qty: number;
-  readonly unitPriceCents: number;
-}
-
-export interface OrderLineInput {
-  readonly sku: string;
-  readonly qty: number;
-}
-
-export const LIMITS = { minQty: 1, maxQty: 999, minLines: 1, maxLines: 100, maxTotalCents: 2_147_483_647 } as const;
+export const ORDER_LIMITS = {
+  minQty: 1,
+  maxQty: 999,
+  minLines: 1,
+  maxLines: 100,
+  maxTotalCents: 2_147_483_647,
+} as const;
 
 export function isOrderStatus(value: string): value is OrderStatus {
   return (ORDER_STATUSES as readonly string[]).includes(value);
@@ -59,24 +39,27 @@ export function priceLines(
   lines: readonly OrderLineInput[],
   priceOf: ReadonlyMap<string, number>,
   pointerBase = '/items',
-): { lines: { sku: string; qty: number; unitPriceCents: number }[]; totalCents: number } {
+): { lines: PricedLine[]; totalCents: number } {
   const invalid: InvalidField[] = [];
-  if (lines.length < LIMITS.minLines || lines.length > LIMITS.maxLines) {
-    invalid.push({ pointer: pointerBase, reason: `must hold ${LIMITS.minLines} to ${LIMITS.maxLines} lines` });
+  if (lines.length < ORDER_LIMITS.minLines || lines.length > ORDER_LIMITS.maxLines) {
+    invalid.push({
+      pointer: pointerBase,
+      reason: `must hold ${ORDER_LIMITS.minLines} to ${ORDER_LIMITS.maxLines} lines`,
+    });
   }
-  const priced = lines.slice(0, LIMITS.maxLines).map((line, i) => {
+  const priced = lines.slice(0, ORDER_LIMITS.maxLines).map((line, i) => {
     const price = priceOf.get(line.sku);
     if (price === undefined) invalid.push({ pointer: `${pointerBase}/${i}/sku`, reason: `unknown SKU "${line.sku}"` });
-    if (!Number.isInteger(line.qty) || line.qty < LIMITS.minQty || line.qty > LIMITS.maxQty) {
+    if (!Number.isInteger(line.qty) || line.qty < ORDER_LIMITS.minQty || line.qty > ORDER_LIMITS.maxQty) {
       invalid.push({
         pointer: `${pointerBase}/${i}/qty`,
-        reason: `must be an integer from ${LIMITS.minQty} to ${LIMITS.maxQty}`,
+        reason: `must be an integer from ${ORDER_LIMITS.minQty} to ${ORDER_LIMITS.maxQty}`,
       });
     }
     return { sku: line.sku, qty: line.qty, unitPriceCents: price ?? 0 };
   });
   const totalCents = priced.reduce((sum, l) => sum + l.qty * l.unitPriceCents, 0);
-  if (invalid.length === 0 && totalCents > LIMITS.maxTotalCents) {
+  if (invalid.length === 0 && totalCents > ORDER_LIMITS.maxTotalCents) {
     invalid.push({ pointer: pointerBase, reason: 'the order total exceeds the largest amount an order may hold' });
   }
   if (invalid.length) {

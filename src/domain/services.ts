@@ -1,18 +1,17 @@
-import type { Database } from '../store/db.js';
-import type { EventBus } from '../store/eventBus.js';
 import { createCatalogue } from './catalogue.js';
 import { createCustomerService } from './customers.js';
 import { createLoaders } from './loaders.js';
 import { createOrderService } from './orderService.js';
+import type { EventChannel, Storage } from './ports.js';
 import { createSubscriptionService } from './subscriptions.js';
 
 /** Every transport calls these; they hold the rules, including who may do what. */
-export function createServices(db: Database, bus: EventBus) {
-  const catalogue = createCatalogue(db);
-  const customers = createCustomerService(db);
-  const orders = createOrderService({ db, catalogue, customers, onEvent: (event) => bus.publish(event) });
-  const subscriptions = createSubscriptionService({ db, bus, customers, orders });
-  return { catalogue, customers, orders, subscriptions, loaders: () => createLoaders(db) };
+export function createServices(storage: Storage, events: EventChannel) {
+  const catalogue = createCatalogue(storage.products);
+  const customers = createCustomerService(storage.customers);
+  const orders = createOrderService({ storage, catalogue, customers, onEvent: (event) => events.publish(event) });
+  const subscriptions = createSubscriptionService({ outbox: storage.events, bus: events, customers, orders });
+  return { catalogue, customers, orders, subscriptions, loaders: () => createLoaders(storage) };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -1,10 +1,9 @@
-import type { Queryable } from '../store/db.js';
-import type { EventBus } from '../store/eventBus.js';
-import { eventsAfter, type EventKind } from '../store/events.js';
 import type { CustomerService } from './customers.js';
 import { notFound } from './errors.js';
-import { canSeeEvent, type OrderEvent } from './events.js';
+import { canSeeEvent } from './events.js';
+import type { EventKind, OrderEvent } from './model.js';
 import type { OrderService } from './orderService.js';
+import type { EventChannel, EventRepository } from './ports.js';
 import { requireScope, SCOPES, type Principal } from './policy.js';
 
 /** Events a subscriber may have waiting before it counts as too slow and is dropped. */
@@ -74,7 +73,7 @@ export function boundedStream<T>(max: number, onOverflow: () => void, onClose: (
 
 /** Missed events from the outbox, oldest first, then the live stream without anything already replayed. */
 async function* resumed(
-  db: Queryable,
+  outbox: EventRepository,
   after: string,
   wanted: (event: OrderEvent) => boolean,
   live: AsyncIterableIterator<OrderEvent>,
@@ -82,7 +81,7 @@ async function* resumed(
   let last = BigInt(after);
   try {
     for (;;) {
-      const page = await eventsAfter(db, last.toString(), REPLAY_PAGE);
+      const page = await outbox.after(last.toString(), REPLAY_PAGE);
       for (const event of page) {
         last = BigInt(event.id);
         if (wanted(event)) yield event;
@@ -96,8 +95,8 @@ async function* resumed(
 }
 
 export function createSubscriptionService(deps: {
-  db: Queryable;
-  bus: EventBus;
+  outbox: EventRepository;
+  bus: EventChannel;
   customers: CustomerService;
   orders: OrderService;
 }) {
@@ -144,7 +143,7 @@ export function createSubscriptionService(deps: {
         expiry.unref();
       }
       if (opts.after === undefined) return stream.iterator;
-      return resumed(deps.db, opts.after, wanted, stream.iterator);
+      return resumed(deps.outbox, opts.after, wanted, stream.iterator);
     },
   };
 }

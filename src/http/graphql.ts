@@ -21,7 +21,7 @@ import {
   refuseForeignOrigins,
   sendGraphqlError,
 } from './graphqlEnvelope.js';
-import { isUnexpected } from './graphqlErrors.js';
+import { codeOf, isUnexpected } from './graphqlErrors.js';
 import type { Metrics } from './metrics.js';
 import { sha256 } from './persistedDocuments.js';
 import { namedHash, type Pipeline } from './pipeline.js';
@@ -123,7 +123,7 @@ function persistedDocuments(pipeline: Pipeline) {
       ? { query: q.query, documentId: q.documentId, extensions: parseJson(q.extensions) }
       : (req.body as Record<string, unknown>);
     const problem = pipeline.checkSource(params);
-    if (problem) return sendGraphqlError(req, res, problem.message, String(problem.extensions.code));
+    if (problem) return sendGraphqlError(req, res, problem.message, codeOf(problem));
     const text = typeof params.query === 'string' && params.query !== '' ? params.query : undefined;
     const key = text && sha256(text);
     if (text && key && !screened.has(key)) {

@@ -1,7 +1,7 @@
-import accepts from 'accepts';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AuthFailure } from './authenticate.js';
 import { isForeignOrigin } from './cookies.js';
+import type { ApiErrorCode } from './problems.js';
 
 /**
  * The GraphQL-over-HTTP envelope: the checks that come before GraphQL itself. A request that is not
@@ -15,20 +15,26 @@ const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
 
 type GraphqlMediaType = typeof JSON_TYPE | typeof GRAPHQL_RESPONSE_TYPE;
 
-/** The media type a response will use; Apollo negotiates the same way for results it writes. */
+/**
+ * The media type a response will use; Apollo negotiates the same way for results it writes. Express's own
+ * negotiation (req.accepts) runs on the header alone, as Apollo's plugins have no Express request.
+ */
 export function mediaTypeFor(accept: string | undefined): GraphqlMediaType | false {
   if (!accept) return JSON_TYPE;
-  return accepts({ headers: { accept } } as never).type([JSON_TYPE, GRAPHQL_RESPONSE_TYPE]) as GraphqlMediaType | false;
+  const headerOnly: Pick<Request, 'headers'> = { headers: { accept } };
+  return express.request.accepts.call(headerOnly as Request, JSON_TYPE, GRAPHQL_RESPONSE_TYPE) as
+    GraphqlMediaType | false;
 }
 
-const responseMediaType = (req: Request) => mediaTypeFor(req.headers.accept);
+const responseMediaType = (req: Request) =>
+  req.headers.accept ? (req.accepts([JSON_TYPE, GRAPHQL_RESPONSE_TYPE]) as GraphqlMediaType | false) : JSON_TYPE;
 
 /** Sends `{ errors }` only, 400 unless told otherwise. */
 export function sendGraphqlError(
   req: Request,
   res: Response,
   message: string,
-  code: string,
+  code: ApiErrorCode,
   opts: { status?: number; headers?: Record<string, string> } = {},
 ): void {
   const type = responseMediaType(req) || JSON_TYPE;

@@ -2,14 +2,16 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import {
   GraphQLError,
   Kind,
+  type GraphQLErrorOptions,
   type ExecutionResult,
   type FormattedExecutionResult,
   type GraphQLFormattedError,
 } from 'graphql';
 import { DomainError } from '../domain/errors.js';
+import { isApiErrorCode, type ApiErrorCode } from './problems.js';
 
-/** Codes that describe the client's request and may be shown as they are. */
-const CLIENT_CODES = new Set([
+/** Codes (of the catalogue in problems.ts) that describe the client's request and may be shown as they are. */
+const CLIENT_CODES: ReadonlySet<string> = new Set<ApiErrorCode>([
   'GRAPHQL_PARSE_FAILED',
   'GRAPHQL_VALIDATION_FAILED',
   'BAD_USER_INPUT',
@@ -24,9 +26,19 @@ const CLIENT_CODES = new Set([
   'RATE_LIMITED',
 ]);
 
-/** A GraphQL error that reports the client's request, with its code. */
-export const clientError = (message: string, code: string, extensions: Record<string, unknown> = {}) =>
-  new GraphQLError(message, { extensions: { ...extensions, code } });
+/** A GraphQL error that reports the client's request, with its code from the catalogue. */
+export const clientError = (
+  message: string,
+  code: ApiErrorCode,
+  extensions: Record<string, unknown> = {},
+  options: Pick<GraphQLErrorOptions, 'nodes'> = {},
+) => new GraphQLError(message, { ...options, extensions: { ...extensions, code } });
+
+/** The catalogue code an error carries; anything else is reported as the masked internal error. */
+export function codeOf(error: { extensions?: Record<string, unknown> }): ApiErrorCode {
+  const code = error.extensions?.code;
+  return isApiErrorCode(code) ? code : 'INTERNAL_SERVER_ERROR';
+}
 
 /**
  * Variable coercion errors come from graphql-js without a code. Apollo tags them BAD_USER_INPUT on
@@ -38,9 +50,9 @@ function isVariableError(error: unknown): boolean {
   return node?.kind === Kind.VARIABLE_DEFINITION && error.message.startsWith('Variable "$');
 }
 
-function clientCode(formatted: GraphQLFormattedError, error: unknown): string | undefined {
+function clientCode(formatted: GraphQLFormattedError, error: unknown): ApiErrorCode | undefined {
   const code = formatted.extensions?.code;
-  if (typeof code === 'string' && CLIENT_CODES.has(code)) return code;
+  if (isApiErrorCode(code) && CLIENT_CODES.has(code)) return code;
   return isVariableError(error) ? 'BAD_USER_INPUT' : undefined;
 }
 
@@ -78,7 +90,8 @@ export function formatError(
     const cost = formatted.extensions?.cost;
     return { message, ...where, extensions: { code, ...(cost ? { cost } : {}) } };
   }
-  return { message: 'Internal server error', ...where, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
+  const internal: ApiErrorCode = 'INTERNAL_SERVER_ERROR';
+  return { message: 'Internal server error', ...where, extensions: { code: internal } };
 }
 
 export function isUnexpected(error: unknown): boolean {

@@ -1,8 +1,9 @@
 import type { Request, RequestHandler } from 'express';
-import { escapeHtml, layout } from '../auth/idp/pages.js';
+import { layout } from '../auth/idp/pages.js';
 import { csrfTokenFor, type Session } from '../auth/sessions.js';
 import { isStaff } from '../domain/policy.js';
 import { readCookie } from './cookies.js';
+import { escapeHtml } from './html.js';
 
 /** What API clients get at `/`: the entry points. */
 const ENTRY_POINTS = {

@@ -1,12 +1,13 @@
 import {
-  GraphQLError,
   Kind,
+  type GraphQLError,
   type DocumentNode,
   type FragmentDefinitionNode,
   type OperationDefinitionNode,
   type SelectionSetNode,
   type ValidationRule,
 } from 'graphql';
+import { clientError } from './graphqlErrors.js';
 
 export interface StaticLimits {
   readonly maxDepth: number;
@@ -63,7 +64,7 @@ export function limitErrors(document: DocumentNode, limits: StaticLimits): Graph
   const memo = new Map<string, Shape>();
   const visiting = new Set<string>();
   const report = (message: string, node: OperationDefinitionNode | SelectionSetNode['selections'][number]) =>
-    errors.push(new GraphQLError(message, { nodes: [node], extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }));
+    errors.push(clientError(message, 'GRAPHQL_VALIDATION_FAILED', {}, { nodes: [node] }));
 
   function measure(set: SelectionSetNode, introspection: boolean): Shape {
     const out: Shape = { ...EMPTY };

@@ -236,12 +236,8 @@ export function createPipeline(deps: {
       if (invalid.length) {
         return {
           ok: false,
-          errors: invalid.map(
-            (e) =>
-              new GraphQLError(e.message, {
-                ...(e.nodes ? { nodes: e.nodes } : {}),
-                extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
-              }),
+          errors: invalid.map((e) =>
+            clientError(e.message, 'GRAPHQL_VALIDATION_FAILED', {}, e.nodes ? { nodes: e.nodes } : {}),
           ),
         };
       }

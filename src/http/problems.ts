@@ -1,20 +1,8 @@
 import type { Request, Response } from 'express';
 import type { ErrorCode, InvalidField } from '../domain/errors.js';
+import { escapeHtml } from './html.js';
 
-/** Failures that only HTTP itself can produce, beside the domain's codes. */
-export type HttpErrorCode =
-  | ErrorCode
-  | 'INTERNAL_SERVER_ERROR'
-  | 'ROUTE_NOT_FOUND'
-  | 'METHOD_NOT_ALLOWED'
-  | 'MALFORMED_REQUEST'
-  | 'IDEMPOTENCY_KEY_REQUIRED'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'NOT_ACCEPTABLE'
-  | 'SERVICE_UNAVAILABLE';
-
-interface ProblemType {
+export interface ProblemType {
   readonly status: number;
   readonly title: string;
   readonly slug: string;
@@ -23,10 +11,12 @@ interface ProblemType {
 }
 
 /**
- * The one mapping from error code to HTTP. GraphQL uses the same codes as `extensions.code`;
- * REST uses the status, title and `type` URI (`/problems/<slug>`, a page served by this API).
+ * The one catalogue of error codes: every code either transport sends is registered here once, with its HTTP
+ * status, title and `type` URI (`/problems/<slug>`, a page served by this API). REST sends it as a problem's
+ * `code`, GraphQL as `extensions.code`. The domain's codes (domain/errors.ts) must all be here: the type below
+ * fails to compile otherwise.
  */
-export const PROBLEM_TYPES: Readonly<Record<HttpErrorCode, ProblemType>> = {
+export const PROBLEM_TYPES = {
   UNAUTHENTICATED: {
     status: 401,
     title: 'Authentication required',
@@ -167,41 +157,116 @@ export const PROBLEM_TYPES: Readonly<Record<HttpErrorCode, ProblemType>> = {
     slug: 'service-unavailable',
     description: 'The service is starting, draining or cannot reach a dependency. Retry shortly.',
   },
-};
+  BAD_REQUEST: {
+    status: 400,
+    title: 'Bad GraphQL request',
+    slug: 'bad-request',
+    description:
+      'The GraphQL request is not well-formed: a body or parameter that is not what GraphQL over HTTP expects, a mutation sent with GET, a subscription over plain HTTP, or a cookie-bearing request that could be forged.',
+  },
+  GRAPHQL_PARSE_FAILED: {
+    status: 400,
+    title: 'GraphQL syntax error',
+    slug: 'graphql-parse-failed',
+    description: 'The query is not valid GraphQL syntax, or has more tokens than the server parses.',
+  },
+  GRAPHQL_VALIDATION_FAILED: {
+    status: 400,
+    title: 'GraphQL validation failed',
+    slug: 'graphql-validation-failed',
+    description:
+      'The query does not validate against the schema, or exceeds a limit on depth, aliases or directives. The message names the rule.',
+  },
+  OPERATION_RESOLUTION_FAILURE: {
+    status: 400,
+    title: 'Operation not determined',
+    slug: 'operation-resolution-failure',
+    description: 'The document holds several operations and operationName does not name one of them.',
+  },
+  PERSISTED_QUERY_NOT_FOUND: {
+    status: 400,
+    title: 'Persisted query not found',
+    slug: 'persisted-query-not-found',
+    description: 'The server does not know this hash: send the query text with it once (automatic persisted queries).',
+  },
+  PERSISTED_QUERY_NOT_SUPPORTED: {
+    status: 400,
+    title: 'Persisted queries not supported',
+    slug: 'persisted-query-not-supported',
+    description: 'This server does not accept persisted queries in this form.',
+  },
+  PERSISTED_QUERY_HASH_MISMATCH: {
+    status: 400,
+    title: 'Persisted query hash mismatch',
+    slug: 'persisted-query-hash-mismatch',
+    description: 'The sha256Hash sent does not match the SHA-256 of the query text sent with it.',
+  },
+  PERSISTED_QUERY_NOT_TRUSTED: {
+    status: 400,
+    title: 'Document not trusted',
+    slug: 'persisted-query-not-trusted',
+    description: 'This server runs only the documents of its trusted-documents manifest; send a documentId from it.',
+  },
+  QUERY_TOO_COMPLEX: {
+    status: 400,
+    title: 'Query too complex',
+    slug: 'query-too-complex',
+    description:
+      'The operation asks for more objects than MAX_QUERY_COST allows; extensions.cost shows its cost and the limit.',
+  },
+  TOO_MANY_SUBSCRIPTIONS: {
+    status: 429,
+    title: 'Too many subscriptions',
+    slug: 'too-many-subscriptions',
+    description:
+      'This connection, user or client address already holds as many subscriptions and streams as it may; end one first.',
+  },
+} as const satisfies Record<string, ProblemType>;
 
-export function problemTypeUri(code: HttpErrorCode): string {
+/** Every error code either transport sends: the keys of the catalogue, and nothing else. */
+export type ApiErrorCode = keyof typeof PROBLEM_TYPES;
+
+/** Compile-time proof that each domain code is registered. */
+const DOMAIN_CODES_REGISTERED: Readonly<Record<ErrorCode, ProblemType>> = PROBLEM_TYPES;
+void DOMAIN_CODES_REGISTERED;
+
+export function isApiErrorCode(code: unknown): code is ApiErrorCode {
+  return typeof code === 'string' && Object.hasOwn(PROBLEM_TYPES, code);
+}
+
+export function problemTypeUri(code: ApiErrorCode): string {
   return `/problems/${PROBLEM_TYPES[code].slug}`;
+}
+
+/** An RFC 9457 problem details body for a code of the catalogue. */
+export function problemBody(code: ApiErrorCode, detail: string, instance: string, invalid?: readonly InvalidField[]) {
+  const type = PROBLEM_TYPES[code];
+  return {
+    type: problemTypeUri(code),
+    title: type.title,
+    status: type.status,
+    detail,
+    instance,
+    code,
+    ...(invalid ? { errors: invalid } : {}),
+  };
 }
 
 /** Writes an RFC 9457 problem details response. */
 export function sendProblem(
   req: Request,
   res: Response,
-  code: HttpErrorCode,
+  code: ApiErrorCode,
   detail: string,
   extra: { invalid?: readonly InvalidField[]; headers?: Record<string, string> } = {},
 ): void {
-  const type = PROBLEM_TYPES[code];
   for (const [name, value] of Object.entries(extra.headers ?? {})) res.setHeader(name, value);
   res.setHeader('Cache-Control', 'no-store');
   res
-    .status(type.status)
+    .status(PROBLEM_TYPES[code].status)
     .type('application/problem+json')
-    .send(
-      JSON.stringify({
-        type: problemTypeUri(code),
-        title: type.title,
-        status: type.status,
-        detail,
-        instance: req.originalUrl,
-        code,
-        ...(extra.invalid ? { errors: extra.invalid } : {}),
-      }),
-    );
+    .send(JSON.stringify(problemBody(code, detail, req.originalUrl, extra.invalid)));
 }
-
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** The human page behind each problem type URI. */
 export function problemPage(slug: string): string | null {

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeExecutableSchema } from '@graphql-tools/schema';
+import type { IResolvers } from '@graphql-tools/utils';
 import { GraphQLScalarType, type GraphQLSchema } from 'graphql';
 import { resolvers } from '../resolvers/index.js';
 
@@ -32,5 +33,5 @@ function withoutUnsetKeys(map: Record<string, unknown>): Record<string, unknown>
 
 /** One executable schema for every transport: HTTP (Apollo), WebSocket and SSE. */
 export function buildSchema(): GraphQLSchema {
-  return makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers: withoutUnsetKeys(resolvers) as never });
+  return makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers: withoutUnsetKeys(resolvers) as IResolvers });
 }

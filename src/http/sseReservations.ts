@@ -1,13 +1,11 @@
 import type { Request as ExpressRequest } from 'express';
 import { TOKEN_HEADER_KEY, TOKEN_QUERY_KEY, type Handler } from 'graphql-sse';
+import { clientError } from './graphqlErrors.js';
 import type { Release, StreamRegistry } from './streams.js';
 
 const TOO_MANY = JSON.stringify({
   errors: [
-    {
-      message: 'Too many open or reserved SSE streams for this user or client address.',
-      extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' },
-    },
+    clientError('Too many open or reserved SSE streams for this user or client address.', 'TOO_MANY_SUBSCRIPTIONS'),
   ],
 });
 

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GraphQLError } from 'graphql';
 import { CloseCode, type Context as WsContext } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
@@ -12,6 +11,7 @@ import { ANONYMOUS, type Principal } from '../domain/policy.js';
 import type { Services } from '../domain/services.js';
 import type { AuthenticateOptions } from './authenticate.js';
 import { isForeignOrigin, readCookie } from './cookies.js';
+import { clientError } from './graphqlErrors.js';
 import type { Pipeline } from './pipeline.js';
 import { clientIp, idleTimer, type Release, type StreamRegistry } from './streams.js';
 
@@ -162,10 +162,10 @@ export function createWebSocketServer(deps: {
               : () => undefined;
         if (!slot) {
           return [
-            new GraphQLError(
+            clientError(
               `At most ${limits.wsMaxSubscriptionsPerSocket} subscriptions per connection and ` +
                 `${limits.maxPerUser} streams (WebSocket subscriptions and SSE streams) per user.`,
-              { extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' } },
+              'TOO_MANY_SUBSCRIPTIONS',
             ),
           ];
         }

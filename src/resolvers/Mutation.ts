@@ -1,24 +1,23 @@
-import { notFound } from '../domain/errors.js';
-import { orderEtag } from '../domain/etags.js';
 import type { WriteOptions } from '../domain/orderService.js';
+import { invalidInput } from '../domain/errors.js';
 import type { MutationResolvers } from '../generated/graphql.js';
+import { IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey } from '../http/idempotencyKey.js';
 
 /** The order's `etag` as a precondition: the change applies only to that exact version. */
 function ifEtag(etag: string | null | undefined): WriteOptions {
-  if (etag === null || etag === undefined) return {};
-  const expected = etag.trim();
-  return { precondition: (order) => orderEtag(order) === expected };
+  return etag === null || etag === undefined ? {} : { precondition: { ifMatch: [etag.trim()] } };
 }
 
 export const Mutation: MutationResolvers = {
   createOrder: async (_parent, { input, idempotencyKey }, { services, principal }) => {
+    if (idempotencyKey !== null && idempotencyKey !== undefined && !isValidIdempotencyKey(idempotencyKey)) {
+      throw invalidInput([{ pointer: '/idempotencyKey', reason: `must be ${IDEMPOTENCY_KEY_RULE}` }]);
+    }
     const result = await services.orders.create(
       principal,
       { customerId: input.customerId, items: input.items },
       idempotencyKey === null || idempotencyKey === undefined ? {} : { idempotencyKey },
     );
-    // A replay whose order has since been deleted has nothing left to return.
-    if (!result.order) throw notFound('Order');
     return result.order;
   },
   updateOrderStatus: (_parent, { id, status, etag }, { services, principal }) =>

@@ -2,7 +2,8 @@ import type { QueryResolvers } from '../generated/graphql.js';
 
 export const Query: QueryResolvers = {
   order: (_parent, { id }, { services, principal }) => services.orders.get(principal, id),
-  recentOrders: (_parent, { first }, { services, principal }) => services.orders.recent(principal, first),
+  recentOrders: async (_parent, { first }, { services, principal }) =>
+    (await services.orders.list(principal, { first })).orders,
   products: async (_parent, _args, { services }) => [...(await services.catalogue.list())],
   product: (_parent, { sku }, { services }) => services.catalogue.bySku(sku),
   viewer: (_parent, _args, { principal }) => (principal.kind === 'user' ? principal : null),

@@ -1,13 +1,11 @@
-import { GraphQLError } from 'graphql';
 import type { Context } from '../context.js';
-import type { OrderEvent } from '../domain/events.js';
+import type { OrderEvent } from '../domain/model.js';
 import type { SubscriptionResolvers } from '../generated/graphql.js';
+import { clientError } from '../http/graphqlErrors.js';
 
 function streamOf(ctx: Context) {
   if (!ctx.stream) {
-    throw new GraphQLError('Subscriptions are served over WebSocket (graphql-ws) and server-sent events.', {
-      extensions: { code: 'BAD_REQUEST' },
-    });
+    throw clientError('Subscriptions are served over WebSocket (graphql-ws) and server-sent events.', 'BAD_REQUEST');
   }
   return ctx.stream;
 }
@@ -22,16 +20,12 @@ function eventOrder(event: OrderEvent, _args: unknown, ctx: Context) {
 export const Subscription: SubscriptionResolvers = {
   orderUpdated: {
     subscribe: (_parent, { id }, ctx) =>
-      ctx.services.subscriptions.orderEvents(
-        ctx.principal,
-        { kinds: ['updated'], orderId: id },
-        streamOf(ctx),
-      ) as never,
+      ctx.services.subscriptions.orderEvents(ctx.principal, { kinds: ['updated'], orderId: id }, streamOf(ctx)),
     resolve: eventOrder,
   },
   orderCreated: {
     subscribe: (_parent, _args, ctx) =>
-      ctx.services.subscriptions.orderEvents(ctx.principal, { kinds: ['created'] }, streamOf(ctx)) as never,
+      ctx.services.subscriptions.orderEvents(ctx.principal, { kinds: ['created'] }, streamOf(ctx)),
     resolve: eventOrder,
   },
 };

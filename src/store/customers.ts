@@ -1,4 +1,4 @@
-import type { Customer } from '../domain/customers.js';
+import type { Customer } from '../domain/model.js';
 import type { Queryable } from './db.js';
 import { toCustomer } from './rows.js';
 

@@ -1,5 +1,3 @@
-import type { DatabaseConfig } from '../config.js';
-
 /** Anything SQL can be sent to: the database itself or an open transaction. */
 export interface Queryable {
   query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<R[]>;
@@ -15,13 +13,4 @@ export interface Database extends Queryable {
   close(): Promise<void>;
   /** Called once per SQL statement sent, for metrics. */
   onStatement?: () => void;
-}
-
-export async function openDatabase(config: DatabaseConfig): Promise<Database> {
-  if (config.kind === 'postgres') {
-    const { openPostgres } = await import('./postgres.js');
-    return openPostgres(config.url, config.schema);
-  }
-  const { openPglite } = await import('./pglite.js');
-  return openPglite(config.dataDir);
 }

@@ -15,8 +15,6 @@ export interface EventBus {
   publish(event: StoredEvent): void;
   /** Every committed event, once, in id order, from this process or any replica. */
   listen(listener: EventListener): () => void;
-  /** The newest event id delivered to listeners so far. */
-  readonly lastDelivered: () => string;
   close(): Promise<void>;
 }
 
@@ -120,7 +118,6 @@ export async function createEventBus(deps: {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    lastDelivered: () => last.toString(),
     async close() {
       clearInterval(poll);
       listeners.clear();

@@ -1,30 +1,12 @@
 import { z } from 'zod';
-import { ORDER_STATUSES, type Order } from '../domain/orders.js';
+import { EVENT_KINDS, type EventKind, type Order, type OrderEvent } from '../domain/model.js';
 import type { Queryable } from './db.js';
+import { StoredOrder } from './rows.js';
 
-export const EVENT_KINDS = ['created', 'updated', 'deleted'] as const;
-export type EventKind = (typeof EVENT_KINDS)[number];
-
-export interface StoredEvent {
-  /** Decimal string of a bigint: monotonically increasing in commit order. */
-  readonly id: string;
-  readonly kind: EventKind;
-  /** The order as it is after the change (before it, for a deletion). */
-  readonly order: Order;
-  readonly at: Date;
-}
+/** The domain's event as the outbox stores it. */
+export type StoredEvent = OrderEvent;
 
 export const EVENT_RETENTION_HOURS = 24;
-
-const Payload = z.object({
-  id: z.string(),
-  customerId: z.string(),
-  status: z.enum(ORDER_STATUSES),
-  totalCents: z.number().int(),
-  version: z.number().int(),
-  createdAt: z.coerce.date(),
-  updatedAt: z.coerce.date(),
-});
 
 const EventRow = z.object({
   id: z.string(),
@@ -36,13 +18,13 @@ const EventRow = z.object({
 function toEvent(row: unknown): StoredEvent {
   const r = EventRow.parse(row);
   const payload = typeof r.payload === 'string' ? (JSON.parse(r.payload) as unknown) : r.payload;
-  return { id: r.id, kind: r.kind, order: Payload.parse(payload), at: r.created_at };
+  return { id: r.id, kind: r.kind, order: StoredOrder.parse(payload), at: r.created_at };
 }
 
 const WireEvent = z.object({
   id: z.string().regex(/^\d+$/),
   kind: z.enum(EVENT_KINDS),
-  order: Payload,
+  order: StoredOrder,
   at: z.coerce.date(),
 });
 

@@ -1,15 +1,20 @@
 import { z } from 'zod';
+import type { OrderWithItems } from '../domain/model.js';
+import type { IdempotencyRecord } from '../domain/ports.js';
 import type { Queryable } from './db.js';
+import { StoredOrder, StoredOrderItem } from './rows.js';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
 const KeyRow = z.object({ fingerprint: z.string(), order_id: z.string(), response: z.unknown() });
 
-export interface IdempotencyRecord {
-  readonly fingerprint: string;
-  readonly orderId: string;
-  /** What the transport answered the first time, to replay byte for byte; null if it keeps none. */
-  readonly response: unknown;
+/** The `response` column holds the order and lines as first created (JSON, dates as ISO strings). */
+const Created = z.object({ order: StoredOrder, items: z.array(StoredOrderItem) });
+
+/** Records written before the column held a snapshot (an HTTP response, or null) read as having none. */
+function toCreated(value: unknown): OrderWithItems | null {
+  const parsed = Created.safeParse(typeof value === 'string' ? JSON.parse(value) : value);
+  return parsed.success ? parsed.data : null;
 }
 
 /**
@@ -32,7 +37,7 @@ export async function findKey(tx: Queryable, scope: string, key: string): Promis
   );
   if (!row) return null;
   const r = KeyRow.parse(row);
-  return { fingerprint: r.fingerprint, orderId: r.order_id, response: r.response ?? null };
+  return { fingerprint: r.fingerprint, orderId: r.order_id, created: toCreated(r.response) };
 }
 
 /** Records the key; an expired record under the same key is replaced. */
@@ -42,7 +47,7 @@ export async function saveKey(tx: Queryable, scope: string, key: string, record:
      on conflict (scope, key) do update
        set fingerprint = excluded.fingerprint, order_id = excluded.order_id,
            response = excluded.response, created_at = now()`,
-    [scope, key, record.fingerprint, record.orderId, record.response === null ? null : JSON.stringify(record.response)],
+    [scope, key, record.fingerprint, record.orderId, record.created === null ? null : JSON.stringify(record.created)],
   );
 }
 

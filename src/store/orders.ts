@@ -1,14 +1,8 @@
-import type { Order, OrderItem, OrderStatus } from '../domain/orders.js';
+import type { Order, OrderCursor, OrderItem, OrderStatus } from '../domain/model.js';
 import type { Queryable } from './db.js';
 import { toOrder, toOrderItem } from './rows.js';
 
 const ORDER_COLUMNS = 'id, customer_id, status, total_cents, version, created_at, updated_at';
-
-/** Position in the newest-first order: (created_at, id) descending. */
-export interface OrderCursor {
-  readonly createdAt: Date;
-  readonly id: string;
-}
 
 export async function findOrder(db: Queryable, id: string): Promise<Order | null> {
   const rows = await db.query(`select ${ORDER_COLUMNS} from orders where id = $1`, [id]);

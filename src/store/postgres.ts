@@ -18,9 +18,11 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
     connectionString: url,
     max: 10,
     idleTimeoutMillis: 30_000,
-    // Bounds both a new connection and the wait for a free one: with the database down or saturated,
-    // a request is refused with 503 + Retry-After within about a second instead of hanging.
-    connectionTimeoutMillis: 1_000,
+    // Bounds both a new connection and the wait for a free one: with the database saturated or unreachable a
+    // request is refused with 503 + Retry-After within 3 s instead of hanging (a stopped server refuses the
+    // connection at once, so that case is answered at once). Shorter, and a busy moment on a loaded host
+    // turns into 503s that a balancer then counts against a healthy replica.
+    connectionTimeoutMillis: 3_000,
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   // An idle client that loses its connection emits here; without a listener the process would crash.

@@ -1,4 +1,4 @@
-import type { Product } from '../domain/catalogue.js';
+import type { Product } from '../domain/model.js';
 import type { Queryable } from './db.js';
 import { toProduct } from './rows.js';
 

@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import { ORDER_STATUSES, type Order, type OrderItem } from '../domain/orders.js';
-import type { Customer } from '../domain/customers.js';
-import type { Product } from '../domain/catalogue.js';
+import { ORDER_STATUSES, type Customer, type Order, type OrderItem, type Product } from '../domain/model.js';
 
 // Rows are validated once where they enter the program, so a schema drift fails loudly here.
 const int = z.coerce.number().int();
@@ -32,6 +30,25 @@ const CustomerRow = z.object({
 });
 
 const ProductRow = z.object({ sku: z.string(), name: z.string(), price_cents: int });
+
+/** An order as the store keeps it in JSON (the outbox payload, an idempotency record): camelCase, ISO dates. */
+export const StoredOrder = z.object({
+  id: z.string(),
+  customerId: z.string(),
+  status: z.enum(ORDER_STATUSES),
+  totalCents: z.number().int(),
+  version: z.number().int(),
+  createdAt: z.coerce.date(),
+  updatedAt: z.coerce.date(),
+});
+
+export const StoredOrderItem = z.object({
+  orderId: z.string(),
+  lineNo: z.number().int(),
+  sku: z.string(),
+  qty: z.number().int(),
+  unitPriceCents: z.number().int(),
+});
 
 export function toOrder(row: unknown): Order {
   const r = OrderRow.parse(row);

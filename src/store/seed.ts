@@ -1,5 +1,5 @@
 import { newId } from '../domain/ids.js';
-import { ORDER_STATUSES, type OrderStatus } from '../domain/orders.js';
+import { ORDER_STATUSES, type OrderStatus } from '../domain/model.js';
 import type { Database } from './db.js';
 
 /** Demo customers who can sign in; their subjects are the embedded IdP's account ids. */

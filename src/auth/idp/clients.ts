@@ -1,6 +1,8 @@
 import type { ClientConstructor, ClientMetadata } from 'oidc-provider';
 
 export const WEB_CLIENT_ID = 'orders-web';
+/** The development web client's secret (SPEC: embedded IdP only); a real issuer's comes from OIDC_CLIENT_SECRET. */
+export const WEB_CLIENT_SECRET = 'orders-web-secret';
 export const MOBILE_CLIENT_ID = 'orders-mobile';
 
 /** Clients that belong to this product; their consent is implied, so users only see the sign-in form. */
@@ -12,7 +14,7 @@ export function clientMetadata(publicUrl: string): ClientMetadata[] {
     {
       client_id: WEB_CLIENT_ID,
       client_name: 'Orders web',
-      client_secret: 'orders-web-secret',
+      client_secret: WEB_CLIENT_SECRET,
       application_type: 'web',
       token_endpoint_auth_method: 'client_secret_basic',
       grant_types: ['authorization_code', 'refresh_token'],

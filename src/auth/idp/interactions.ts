@@ -8,7 +8,7 @@ import type { Queryable } from '../../store/db.js';
 import { FIRST_PARTY_CLIENTS } from './clients.js';
 import { consentPage, errorPage, loginPage } from './pages.js';
 import type { SigninThrottle } from './signinThrottle.js';
-import { authenticate } from './users.js';
+import { verifyCredentials } from './users.js';
 
 const WRONG_CREDENTIALS = 'Wrong username or password.';
 const SLOWED_DOWN = `${WRONG_CREDENTIALS} After repeated failures each attempt is slowed down, and a few more lock sign-in for this username for a while.`;
@@ -95,7 +95,7 @@ export function interactionRoutes(opts: {
     if (verdict.delayMs) await new Promise((resolve) => setTimeout(resolve, verdict.delayMs));
     const user =
       username && password && password.length <= MAX_FIELD_LENGTH
-        ? await authenticate(db, username, password)
+        ? await verifyCredentials(db, username, password)
         : undefined;
     if (!user) {
       logger.info({ event: 'idp.login_failed', clientId: details.params.client_id }, 'embedded IdP sign-in failed');

@@ -2,17 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
 import type { JSONWebKeySet, JWK } from 'jose';
 import type { Database } from '../../store/db.js';
+import { insertIdpKeys, readIdpKeys } from '../../store/idp.js';
 
 export interface IdpSecrets {
   /** Private signing keys, each with kid, alg and use. */
   readonly signingKeys: JWK[];
   /** Secrets oidc-provider signs its cookies with. */
   readonly cookieKeys: string[];
-}
-
-interface StoredSecrets {
-  keys: JWK[];
-  cookieKeys: string[];
 }
 
 const PUBLIC_MEMBERS: Record<string, readonly string[]> = {
@@ -28,14 +24,12 @@ export async function loadOrCreateSecrets(db: Database): Promise<IdpSecrets> {
   const existing = await readSecrets(db);
   if (existing) return existing;
 
-  const generated: StoredSecrets = {
+  const generated = {
     keys: [await generateSigningKey('RS256'), await generateSigningKey('ES256')],
     cookieKeys: [randomBytes(32).toString('base64url')],
   };
   // Replicas starting together may both get here; the first insert wins and everyone re-reads it.
-  await db.query('insert into idp_keys (id, jwks) values (1, $1::jsonb) on conflict (id) do nothing', [
-    JSON.stringify(generated),
-  ]);
+  await insertIdpKeys(db, generated);
   const stored = await readSecrets(db);
   if (!stored) throw new Error('embedded IdP: signing keys could not be stored');
   return stored;
@@ -60,20 +54,6 @@ async function generateSigningKey(alg: 'RS256' | 'ES256'): Promise<JWK> {
 }
 
 async function readSecrets(db: Database): Promise<IdpSecrets | undefined> {
-  const [row] = await db.query<{ jwks: unknown }>('select jwks from idp_keys where id = 1');
-  if (!row) return undefined;
-  const stored = row.jwks as Partial<StoredSecrets> | null;
-  const keys = stored?.keys;
-  const cookieKeys = stored?.cookieKeys;
-  if (
-    !Array.isArray(keys) ||
-    keys.length === 0 ||
-    !keys.every((k) => typeof k.kid === 'string' && typeof k.alg === 'string' && typeof k.d === 'string') ||
-    !Array.isArray(cookieKeys) ||
-    cookieKeys.length === 0 ||
-    !cookieKeys.every((k) => typeof k === 'string' && k.length > 0)
-  ) {
-    throw new Error('embedded IdP: idp_keys row 1 does not hold the expected signing and cookie keys');
-  }
-  return { signingKeys: keys, cookieKeys };
+  const stored = await readIdpKeys(db);
+  return stored && { signingKeys: stored.keys, cookieKeys: stored.cookieKeys };
 }

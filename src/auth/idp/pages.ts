@@ -1,10 +1,6 @@
 // Server-rendered pages of the embedded IdP: plain, accessible HTML that works without JavaScript.
 
-const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-export function escapeHtml(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (c) => ENTITIES[c]!);
-}
+import { escapeHtml } from '../../http/html.js';
 
 const STYLE = `
   body { font-family: system-ui, sans-serif; line-height: 1.5; margin: 0; background: #f4f4f5; color: #18181b; }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 import type { Algorithm } from '@node-rs/argon2';
 import type { Database, Queryable } from '../../store/db.js';
+import { idpUserBy, idpUsernames, insertIdpUser, type IdpUserRecord } from '../../store/idp.js';
 
 export interface IdpUser {
   readonly username: string;
@@ -10,15 +11,6 @@ export interface IdpUser {
   readonly name: string;
   readonly email: string;
   readonly roles: readonly string[];
-}
-
-interface UserRow {
-  username: string;
-  subject: string;
-  name: string;
-  email: string;
-  roles: unknown;
-  password_hash: string;
 }
 
 // The package declares Algorithm as an ambient const enum, which isolatedModules cannot inline.
@@ -52,47 +44,46 @@ export function hashPassword(password: string, params: Argon2Params = ARGON2_PAR
 
 /** Inserts the demo accounts that are missing; existing rows (and changed passwords) are left alone. */
 export async function seedDemoUsers(db: Database, params: Argon2Params = ARGON2_PARAMS): Promise<void> {
-  const present = new Set(
-    (await db.query<{ username: string }>('select username from idp_users')).map((row) => row.username),
-  );
+  const present = await idpUsernames(db);
   for (const user of DEMO_USERS) {
     if (present.has(user.username)) continue;
-    await db.query(
-      `insert into idp_users (username, subject, name, email, roles, password_hash)
-       values ($1, $2, $3, $4, $5::jsonb, $6)
-       on conflict do nothing`,
-      [
-        user.username,
-        user.subject,
-        user.name,
-        user.email,
-        JSON.stringify(user.roles),
-        await hashPassword(user.username, params),
-      ],
-    );
+    await insertIdpUser(db, {
+      ...user,
+      roles: [...user.roles],
+      passwordHash: await hashPassword(user.username, params),
+    });
   }
 }
 
 export async function findUserBySubject(db: Queryable, subject: string): Promise<IdpUser | undefined> {
-  const [row] = await db.query<UserRow>('select * from idp_users where subject = $1', [subject]);
-  return row ? toUser(row) : undefined;
+  const record = await idpUserBy(db, 'subject', subject);
+  return record ? toUser(record) : undefined;
 }
 
 let decoyHash: Promise<string> | undefined;
 
 /** Returns the user only when the password matches; unknown users cost the same time as wrong passwords. */
-export async function authenticate(db: Queryable, username: string, password: string): Promise<IdpUser | undefined> {
-  const [row] = await db.query<UserRow>('select * from idp_users where username = $1', [username.trim().toLowerCase()]);
-  if (!row) {
+export async function verifyCredentials(
+  db: Queryable,
+  username: string,
+  password: string,
+): Promise<IdpUser | undefined> {
+  const record = await idpUserBy(db, 'username', username.trim().toLowerCase());
+  if (!record) {
     decoyHash ??= hashPassword(randomBytes(16).toString('hex'));
     await verify(await decoyHash, password).catch(() => false);
     return undefined;
   }
-  const ok = await verify(row.password_hash, password).catch(() => false);
-  return ok ? toUser(row) : undefined;
+  const ok = await verify(record.passwordHash, password).catch(() => false);
+  return ok ? toUser(record) : undefined;
 }
 
-function toUser(row: UserRow): IdpUser {
-  const roles = Array.isArray(row.roles) ? row.roles.filter((r): r is string => typeof r === 'string') : [];
-  return { username: row.username, subject: row.subject, name: row.name, email: row.email, roles };
+function toUser(record: IdpUserRecord): IdpUser {
+  return {
+    username: record.username,
+    subject: record.subject,
+    name: record.name,
+    email: record.email,
+    roles: record.roles,
+  };
 }

@@ -1,12 +1,10 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { invalidInput, type InvalidField } from '../../domain/errors.js';
-import type { OrderLineInput } from '../../domain/orders.js';
+import type { OrderLineInput } from '../../domain/model.js';
+import { NewOrder, OrderItemsReplacement, OrderPatch } from './contract.js';
 
 const pointer = (path: readonly PropertyKey[]) =>
   '/' + path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
-
-const Line = z.strictObject({ sku: z.string().min(1).max(64), qty: z.number().int() });
-const Lines = z.array(Line).max(1000);
 
 /** Members of an order that the server owns; a client may read them but not write them. */
 const READ_ONLY = new Set(['id', 'customer_id', 'total_cents', 'created_at', 'updated_at', 'status', 'items']);
@@ -40,22 +38,17 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown, writable: readonly st
   return result.data;
 }
 
-const CreateBody = z.strictObject({ customer_id: z.string().nullable().optional(), items: Lines });
-
 export function parseCreateBody(body: unknown): { customerId: string | null | undefined; items: OrderLineInput[] } {
-  const parsed = parseBody(CreateBody, body, ['customer_id', 'items']);
+  const parsed = parseBody(NewOrder, body, ['customer_id', 'items']);
   return { customerId: parsed.customer_id, items: parsed.items };
 }
 
 /** PUT replaces what a client may change wholesale: the lines of a pending order. */
 export function parseReplaceBody(body: unknown): OrderLineInput[] {
-  return parseBody(z.strictObject({ items: Lines }), body, ['items']).items;
+  return parseBody(OrderItemsReplacement, body, ['items']).items;
 }
 
 /** A JSON merge patch (RFC 7396) of an order: only `status` may change, and it cannot be removed. */
 export function parseOrderPatch(body: unknown): { status?: string } {
-  const Patch = z.strictObject({
-    status: z.string({ error: 'must be a status string; it cannot be removed' }).optional(),
-  });
-  return parseBody(Patch, body, ['status']);
+  return parseBody(OrderPatch, body, ['status']);
 }

@@ -1,34 +1,232 @@
+import { z } from 'zod';
+import { IDEMPOTENCY_KEY_PATTERN } from '../idempotencyKey.js';
+import { PROBLEM_TYPES, type ApiErrorCode } from '../problems.js';
+import { contract } from './contract.js';
+
 /**
- * The OpenAPI 3.1 description of the REST endpoints, served at /v1/openapi.json. The test suite
- * validates it and checks every REST response it receives against it, so it cannot drift.
+ * The OpenAPI 3.1 description of the REST endpoints, served at /v1/openapi.json and generated: schemas from the
+ * zod contract (contract.ts), error responses from the error catalogue (problems.ts). What is declared here is
+ * only what neither holds: paths, parameters, headers and which errors each operation can answer.
  */
 
-const problem = (description: string, headers: Record<string, unknown> = {}) => ({
-  description,
-  headers,
-  content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
-});
+type Json = Record<string, unknown>;
 
 const ref = (name: string) => ({ $ref: `#/components/${name}` });
 
-/** Any operation can meet these: credentials, and failures on our side (nothing is changed then). */
-const authErrors = {
-  '401': problem('No, or an invalid, access token.', { 'WWW-Authenticate': ref('headers/WWWAuthenticate') }),
-  '403': problem('The token lacks the scope, or the role does not allow the action.'),
-  '429': problem('The client has spent its rate budget for this window; nothing was done.', {
+/** Zod writes a bare `.int()` as JavaScript's safe-integer range; that is a limit of the language, not the API. */
+function withoutSafeIntegerBounds({ jsonSchema }: { jsonSchema: Json }) {
+  if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+  if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
+}
+
+function componentSchemas(): Record<string, Json> {
+  const { schemas } = z.toJSONSchema(contract, {
+    target: 'draft-2020-12',
+    metadata: contract,
+    io: 'input',
+    uri: (id) => `#/components/schemas/${id}`,
+    override: withoutSafeIntegerBounds,
+  });
+  // Each component is a schema inside the document, not a document of its own.
+  return Object.fromEntries(
+    Object.entries(schemas).map(([id, { $schema: _dialect, $id: _id, ...schema }]) => [id, schema as Json]),
+  );
+}
+
+/** Headers that come with an error code wherever it is answered. */
+const HEADERS_OF: Partial<Record<ApiErrorCode, Json>> = {
+  UNAUTHENTICATED: { 'WWW-Authenticate': ref('headers/WWWAuthenticate') },
+  RATE_LIMITED: {
     'Retry-After': ref('headers/RetryAfter'),
     RateLimit: ref('headers/RateLimit'),
     'RateLimit-Policy': ref('headers/RateLimitPolicy'),
-  }),
-  '500': problem('An unexpected failure; nothing was changed. Quote the X-Request-Id.'),
-  '503': problem('Starting, draining, or the identity provider cannot be reached.'),
+  },
+  IDEMPOTENCY_KEY_IN_USE: { 'Retry-After': ref('headers/RetryAfter') },
 };
+
+/** Any operation can meet these: credentials, the rate budget, and failures on our side (nothing is changed then). */
+const EVERY_OPERATION: readonly ApiErrorCode[] = [
+  'UNAUTHENTICATED',
+  'INSUFFICIENT_SCOPE',
+  'FORBIDDEN',
+  'RATE_LIMITED',
+  'INTERNAL_SERVER_ERROR',
+  'SERVICE_UNAVAILABLE',
+];
+
+/**
+ * The error responses of an operation, one per status, from the catalogue: each lists the titles and codes
+ * it stands for. `extraHeaders` adds headers that depend on the operation (the media type a 415 names).
+ */
+function errorResponses(
+  codes: readonly ApiErrorCode[],
+  opts: { body?: boolean; extraHeaders?: Partial<Record<ApiErrorCode, Json>> } = {},
+): Record<string, Json> {
+  const byStatus = new Map<number, ApiErrorCode[]>();
+  for (const code of [...EVERY_OPERATION, ...codes]) {
+    const status = PROBLEM_TYPES[code].status;
+    const list = byStatus.get(status) ?? [];
+    if (!list.includes(code)) list.push(code);
+    byStatus.set(status, list);
+  }
+  const responses: Record<string, Json> = {};
+  for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const description = list.map((code) => `${PROBLEM_TYPES[code].title} (${code}).`).join(' ');
+    if (opts.body === false) {
+      responses[String(status)] = { description };
+      continue;
+    }
+    // A header is required only when every code of this status sends it.
+    const headers: Json = {};
+    const headerSets = list.map((code) => ({ ...HEADERS_OF[code], ...opts.extraHeaders?.[code] }));
+    for (const set of headerSets) {
+      for (const [name, header] of Object.entries(set)) {
+        if (!headerSets.every((other) => name in other)) continue;
+        headers[name] = header;
+      }
+    }
+    responses[String(status)] = {
+      description,
+      headers,
+      content: { 'application/problem+json': { schema: ref('schemas/Problem') } },
+    };
+  }
+  return responses;
+}
 
 const orderResponse = (description: string) => ({
   description,
   headers: { ETag: ref('headers/ETag'), 'Cache-Control': ref('headers/CacheControl') },
   content: { 'application/json': { schema: ref('schemas/Order') } },
 });
+
+const jsonBody = (schema: string, type = 'application/json') => ({
+  required: true,
+  content: { [type]: { schema: ref(`schemas/${schema}`) } },
+});
+
+/** Failures of reading a request body, on every operation that takes one. */
+const BODY_ERRORS: readonly ApiErrorCode[] = ['MALFORMED_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'];
+
+const CONDITIONAL_WRITE_ERRORS: readonly ApiErrorCode[] = [
+  'MALFORMED_REQUEST',
+  'NOT_FOUND',
+  'PRECONDITION_FAILED',
+  'PRECONDITION_REQUIRED',
+];
+
+const paths = {
+  '/orders': {
+    get: {
+      operationId: 'listOrders',
+      summary: 'Orders, newest first (staff: all; customers: their own)',
+      parameters: [
+        {
+          name: 'limit',
+          in: 'query',
+          schema: { type: 'integer', minimum: 1, default: 20 },
+          description: 'Values above 100 behave as 100.',
+        },
+        {
+          name: 'cursor',
+          in: 'query',
+          schema: { type: 'string' },
+          description: 'Opaque; from `next_cursor` or the `Link` header.',
+        },
+      ],
+      responses: {
+        '200': {
+          description: 'One page of orders.',
+          headers: { Link: ref('headers/Link'), 'Cache-Control': ref('headers/CacheControl') },
+          content: { 'application/json': { schema: ref('schemas/OrderPage') } },
+        },
+        ...errorResponses(['MALFORMED_REQUEST']),
+      },
+    },
+    post: {
+      operationId: 'createOrder',
+      summary: 'Place an order',
+      parameters: [ref('parameters/IdempotencyKey')],
+      requestBody: jsonBody('NewOrder'),
+      responses: {
+        '201': {
+          description: 'Created (or, with `Idempotent-Replayed: true`, the replay of the first response to this key).',
+          headers: {
+            Location: { required: true, schema: { type: 'string', pattern: '^/v1/orders/ord_[0-9a-z]{26}$' } },
+            ETag: ref('headers/ETag'),
+            'Idempotent-Replayed': { schema: { const: 'true' } },
+          },
+          content: { 'application/json': { schema: ref('schemas/Order') } },
+        },
+        ...errorResponses([
+          ...BODY_ERRORS,
+          'IDEMPOTENCY_KEY_REQUIRED',
+          'NOT_FOUND',
+          'IDEMPOTENCY_KEY_IN_USE',
+          'BAD_USER_INPUT',
+          'IDEMPOTENCY_KEY_REUSED',
+        ]),
+      },
+    },
+  },
+  '/orders/{id}': {
+    parameters: [ref('parameters/OrderId')],
+    get: {
+      operationId: 'getOrder',
+      summary: 'One order',
+      parameters: [ref('parameters/IfNoneMatch')],
+      responses: {
+        '200': orderResponse('The order.'),
+        '304': {
+          description: 'Not modified: the If-None-Match ETag is current.',
+          headers: { ETag: ref('headers/ETag') },
+        },
+        ...errorResponses(['NOT_FOUND']),
+      },
+    },
+    head: {
+      operationId: 'headOrder',
+      summary: 'The headers of GET, without the body',
+      parameters: [ref('parameters/IfNoneMatch')],
+      responses: {
+        '200': { description: 'The order exists.', headers: { ETag: ref('headers/ETag') } },
+        '304': { description: 'Not modified.', headers: { ETag: ref('headers/ETag') } },
+        ...errorResponses(['NOT_FOUND'], { body: false }),
+      },
+    },
+    patch: {
+      operationId: 'patchOrder',
+      summary: 'Change the status (JSON merge patch, conditional)',
+      parameters: [ref('parameters/IfMatchRequired')],
+      requestBody: jsonBody('OrderPatch', 'application/merge-patch+json'),
+      responses: {
+        '200': orderResponse('The changed order.'),
+        ...errorResponses([...BODY_ERRORS, ...CONDITIONAL_WRITE_ERRORS, 'INVALID_TRANSITION', 'BAD_USER_INPUT'], {
+          extraHeaders: { UNSUPPORTED_MEDIA_TYPE: { 'Accept-Patch': ref('headers/AcceptPatch') } },
+        }),
+      },
+    },
+    put: {
+      operationId: 'replaceOrderItems',
+      summary: 'Replace the items of a pending order (conditional)',
+      parameters: [ref('parameters/IfMatchRequired')],
+      requestBody: jsonBody('OrderItemsReplacement'),
+      responses: {
+        '200': orderResponse('The order with its new items.'),
+        ...errorResponses([...BODY_ERRORS, ...CONDITIONAL_WRITE_ERRORS, 'NOT_EDITABLE', 'BAD_USER_INPUT']),
+      },
+    },
+    delete: {
+      operationId: 'deleteOrder',
+      summary: 'Delete an order (staff only; If-Match honoured when sent)',
+      parameters: [ref('parameters/IfMatchOptional')],
+      responses: {
+        '204': { description: 'Deleted.' },
+        ...errorResponses(['MALFORMED_REQUEST', 'NOT_FOUND', 'PRECONDITION_FAILED']),
+      },
+    },
+  },
+};
 
 export const openapiDocument = {
   openapi: '3.1.0',
@@ -43,150 +241,7 @@ export const openapiDocument = {
   },
   servers: [{ url: '/v1' }],
   security: [{ bearer: [] }, { dpop: [] }],
-  paths: {
-    '/orders': {
-      get: {
-        operationId: 'listOrders',
-        summary: 'Orders, newest first (staff: all; customers: their own)',
-        parameters: [
-          {
-            name: 'limit',
-            in: 'query',
-            schema: { type: 'integer', minimum: 1, default: 20 },
-            description: 'Values above 100 behave as 100.',
-          },
-          {
-            name: 'cursor',
-            in: 'query',
-            schema: { type: 'string' },
-            description: 'Opaque; from `next_cursor` or the `Link` header.',
-          },
-        ],
-        responses: {
-          '200': {
-            description: 'One page of orders.',
-            headers: { Link: ref('headers/Link'), 'Cache-Control': ref('headers/CacheControl') },
-            content: { 'application/json': { schema: ref('schemas/OrderPage') } },
-          },
-          '400': problem('limit or cursor is malformed.'),
-          ...authErrors,
-        },
-      },
-      post: {
-        operationId: 'createOrder',
-        summary: 'Place an order',
-        parameters: [ref('parameters/IdempotencyKey')],
-        requestBody: { required: true, content: { 'application/json': { schema: ref('schemas/NewOrder') } } },
-        responses: {
-          '201': {
-            description:
-              'Created (or, with `Idempotent-Replayed: true`, the replay of the first response to this key).',
-            headers: {
-              Location: { required: true, schema: { type: 'string', pattern: '^/v1/orders/ord_[0-9a-z]{26}$' } },
-              ETag: ref('headers/ETag'),
-              'Idempotent-Replayed': { schema: { const: 'true' } },
-            },
-            content: { 'application/json': { schema: ref('schemas/Order') } },
-          },
-          '400': problem('Idempotency-Key missing or malformed, or the body is not JSON.'),
-          ...authErrors,
-          '404': problem('A replayed key whose order has since been deleted.'),
-          '409': problem('A request with this Idempotency-Key is still in flight.', {
-            'Retry-After': ref('headers/RetryAfter'),
-          }),
-          '413': problem('The body is larger than 64 kB.'),
-          '415': problem('The body is not application/json.'),
-          '422': problem('Invalid fields (each with a JSON pointer), or the key was used with another body.'),
-        },
-      },
-    },
-    '/orders/{id}': {
-      parameters: [ref('parameters/OrderId')],
-      get: {
-        operationId: 'getOrder',
-        summary: 'One order',
-        parameters: [ref('parameters/IfNoneMatch')],
-        responses: {
-          '200': orderResponse('The order.'),
-          '304': {
-            description: 'Not modified: the If-None-Match ETag is current.',
-            headers: { ETag: ref('headers/ETag') },
-          },
-          ...authErrors,
-          '404': problem('No such order, or not yours.'),
-        },
-      },
-      head: {
-        operationId: 'headOrder',
-        summary: 'The headers of GET, without the body',
-        parameters: [ref('parameters/IfNoneMatch')],
-        responses: {
-          '200': { description: 'The order exists.', headers: { ETag: ref('headers/ETag') } },
-          '304': { description: 'Not modified.', headers: { ETag: ref('headers/ETag') } },
-          '401': { description: 'No, or an invalid, access token.' },
-          '403': { description: 'Insufficient scope.' },
-          '404': { description: 'No such order, or not yours.' },
-          '500': { description: 'An unexpected failure.' },
-        },
-      },
-      patch: {
-        operationId: 'patchOrder',
-        summary: 'Change the status (JSON merge patch, conditional)',
-        parameters: [ref('parameters/IfMatchRequired')],
-        requestBody: {
-          required: true,
-          content: { 'application/merge-patch+json': { schema: ref('schemas/OrderPatch') } },
-        },
-        responses: {
-          '200': orderResponse('The changed order.'),
-          '400': problem('The body is not JSON, or If-Match is malformed.'),
-          ...authErrors,
-          '404': problem('No such order, or not yours.'),
-          '409': problem('The status cannot move that way.'),
-          '412': problem('The order changed since the If-Match ETag.'),
-          '413': problem('The body is larger than 64 kB.'),
-          '415': problem('The body is not application/merge-patch+json.', {
-            'Accept-Patch': ref('headers/AcceptPatch'),
-          }),
-          '422': problem('Read-only or unknown members, or an invalid status.'),
-          '428': problem('If-Match is missing.'),
-        },
-      },
-      put: {
-        operationId: 'replaceOrderItems',
-        summary: 'Replace the items of a pending order (conditional)',
-        parameters: [ref('parameters/IfMatchRequired')],
-        requestBody: {
-          required: true,
-          content: { 'application/json': { schema: ref('schemas/OrderItemsReplacement') } },
-        },
-        responses: {
-          '200': orderResponse('The order with its new items.'),
-          '400': problem('The body is not JSON, or If-Match is malformed.'),
-          ...authErrors,
-          '404': problem('No such order, or not yours.'),
-          '409': problem('The order is no longer pending.'),
-          '412': problem('The order changed since the If-Match ETag.'),
-          '413': problem('The body is larger than 64 kB.'),
-          '415': problem('The body is not application/json.'),
-          '422': problem('Invalid items, or read-only or unknown members.'),
-          '428': problem('If-Match is missing.'),
-        },
-      },
-      delete: {
-        operationId: 'deleteOrder',
-        summary: 'Delete an order (staff only; If-Match honoured when sent)',
-        parameters: [ref('parameters/IfMatchOptional')],
-        responses: {
-          '204': { description: 'Deleted.' },
-          '400': problem('If-Match is malformed.'),
-          ...authErrors,
-          '404': problem('No such order, or not yours.'),
-          '412': problem('The order changed since the If-Match ETag.'),
-        },
-      },
-    },
-  },
+  paths,
   components: {
     securitySchemes: {
       bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
@@ -201,7 +256,7 @@ export const openapiDocument = {
         required: true,
         description:
           'Unique per intended order; a retry with the same key and body replays the first response (24 hours).',
-        schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+        schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN.source },
       },
       IfMatchRequired: { name: 'If-Match', in: 'header', required: true, schema: { type: 'string' } },
       IfMatchOptional: { name: 'If-Match', in: 'header', required: false, schema: { type: 'string' } },
@@ -233,90 +288,6 @@ export const openapiDocument = {
         schema: { type: 'string', pattern: '^"orders";q=[0-9]+;w=[0-9]+$' },
       },
     },
-    schemas: {
-      Status: { type: 'string', enum: ['pending', 'paid', 'shipped', 'delivered', 'cancelled'] },
-      OrderItem: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['sku', 'qty', 'unit_price_cents', 'line_total_cents'],
-        properties: {
-          sku: { type: 'string' },
-          qty: { type: 'integer', minimum: 1, maximum: 999 },
-          unit_price_cents: { type: 'integer', minimum: 1 },
-          line_total_cents: { type: 'integer', minimum: 1 },
-        },
-      },
-      Order: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['id', 'customer_id', 'status', 'items', 'total_cents', 'created_at', 'updated_at'],
-        properties: {
-          id: { type: 'string', pattern: '^ord_[0-9a-z]{26}$' },
-          customer_id: { type: 'string', pattern: '^cus_[0-9a-z]{26}$' },
-          status: { $ref: '#/components/schemas/Status' },
-          items: { type: 'array', minItems: 1, maxItems: 100, items: { $ref: '#/components/schemas/OrderItem' } },
-          total_cents: { type: 'integer', minimum: 0 },
-          created_at: { type: 'string', format: 'date-time' },
-          updated_at: { type: 'string', format: 'date-time' },
-        },
-      },
-      OrderPage: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['orders', 'next_cursor'],
-        properties: {
-          orders: { type: 'array', items: { $ref: '#/components/schemas/Order' } },
-          next_cursor: { type: ['string', 'null'] },
-        },
-      },
-      NewOrderLine: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['sku', 'qty'],
-        properties: { sku: { type: 'string' }, qty: { type: 'integer', minimum: 1, maximum: 999 } },
-      },
-      NewOrder: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['items'],
-        properties: {
-          customer_id: { type: ['string', 'null'], description: 'Staff only; customers omit it or name themselves.' },
-          items: { type: 'array', minItems: 1, maxItems: 100, items: { $ref: '#/components/schemas/NewOrderLine' } },
-        },
-      },
-      OrderItemsReplacement: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['items'],
-        properties: {
-          items: { type: 'array', minItems: 1, maxItems: 100, items: { $ref: '#/components/schemas/NewOrderLine' } },
-        },
-      },
-      OrderPatch: {
-        type: 'object',
-        additionalProperties: false,
-        properties: { status: { $ref: '#/components/schemas/Status' } },
-      },
-      Problem: {
-        type: 'object',
-        required: ['type', 'title', 'status', 'detail', 'instance', 'code'],
-        properties: {
-          type: { type: 'string', format: 'uri-reference' },
-          title: { type: 'string' },
-          status: { type: 'integer', minimum: 400, maximum: 599 },
-          detail: { type: 'string' },
-          instance: { type: 'string', format: 'uri-reference' },
-          code: { type: 'string', description: 'The same code GraphQL puts in extensions.code.' },
-          errors: {
-            type: 'array',
-            items: {
-              type: 'object',
-              required: ['pointer', 'reason'],
-              properties: { pointer: { type: 'string' }, reason: { type: 'string' } },
-            },
-          },
-        },
-      },
-    },
+    schemas: componentSchemas(),
   },
-} as const;
+};

@@ -1,8 +1,8 @@
-import type { OrderCursor } from '../../store/orders.js';
-import type { Order, OrderItem } from '../../domain/orders.js';
+import type { Order, OrderCursor, OrderItem } from '../../domain/model.js';
+import type { OrderRepresentation } from './contract.js';
 
 /** The REST representation of an order: snake_case, money in integer cents. */
-export function orderJson(order: Order, items: readonly OrderItem[]) {
+export function orderJson(order: Order, items: readonly OrderItem[]): OrderRepresentation {
   return {
     id: order.id,
     customer_id: order.customerId,

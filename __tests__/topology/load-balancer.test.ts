@@ -1,0 +1,280 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import pg from 'pg';
+import { chromium } from 'playwright-core';
+import request from 'supertest';
+import { freePort, startPostgres, startRedis, type PostgresCluster, type RedisServer } from '../helpers/infra.js';
+import { startLoad, type Send } from '../helpers/load.js';
+import { startNginx, type Nginx } from '../helpers/nginx.js';
+import { startReplica, type Replica } from '../helpers/replica.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { resumableSse } from '../helpers/streams.js';
+import { sseSubscriber } from '../helpers/sseSubscriber.js';
+import { subscriber } from '../helpers/subscriber.js';
+import { artifactDir } from '../helpers/testRun.js';
+
+// Debian's chromium, never a downloaded browser; .ci/run installs it when missing.
+const CHROMIUM = '/usr/bin/chromium';
+const ITEMS = [{ sku: 'KB-001', qty: 1 }];
+/** The load the rolling restart runs under: at least 50 requests/s for at least 30 s (issue 11). */
+const RATE = 60;
+const LOAD_SECONDS = 30;
+
+/**
+ * Two production replicas (NODE_ENV=production, an external issuer, one PostgreSQL cluster and one Redis of this
+ * suite's own) behind Debian's nginx running deploy/nginx.conf itself: what compose deploys, without a Docker
+ * engine. Every request of these tests goes through the balancer unless a test writes to one replica on purpose.
+ */
+describe('two replicas behind nginx (deploy/nginx.conf)', () => {
+  let cluster: PostgresCluster;
+  let redis: RedisServer;
+  let issuer: TestServer;
+  let nginx: Nginx;
+  let db: pg.Client;
+  const ports: [number, number] = [0, 0];
+  const replicas: Replica[] = [];
+  let env: Record<string, string>;
+  let alice: string;
+  let carol: string;
+
+  const startApp = (i: 0 | 1) => startReplica(env, { port: ports[i] });
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM))
+      throw new Error(`Chromium is missing (${CHROMIUM}): install Debian's package with \`apt-get install chromium\`.`);
+    [cluster, redis, issuer] = await Promise.all([startPostgres(), startRedis(), startTestServer()]);
+    db = new pg.Client({ connectionString: cluster.url });
+    await db.connect();
+    const [balancerPort, p1, p2] = await Promise.all([freePort(), freePort(), freePort()]);
+    ports[0] = p1;
+    ports[1] = p2;
+    env = {
+      NODE_ENV: 'production',
+      DATABASE_URL: cluster.url,
+      REDIS_URL: redis.url,
+      // The development server's IdP stands in for Keycloak: an issuer in another process, as in production.
+      OIDC_ISSUER: issuer.running.app.issuer,
+      OIDC_CLIENT_ID: 'orders-web',
+      OIDC_CLIENT_SECRET: 'orders-web-secret',
+      OIDC_ALLOW_HTTP: 'true',
+      PUBLIC_URL: `http://127.0.0.1:${balancerPort}`,
+      TRUST_PROXY: '1',
+      DRAIN_DELAY_S: '1',
+      RATE_LIMIT_POINTS: '1000000000',
+    };
+    // One after the other: the first applies the migrations and seeds.
+    replicas[0] = await startApp(0);
+    replicas[1] = await startApp(1);
+    nginx = await startNginx({ port: balancerPort, upstreams: [p1, p2] });
+    [alice, carol] = await Promise.all([issuer.token('alice'), issuer.token('carol')]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await nginx?.stop();
+    await Promise.all(replicas.map((r) => r?.stop()));
+    await db?.end();
+    await issuer?.close();
+    await redis?.stop();
+    await cluster?.destroy();
+  });
+
+  const create = (url: string, token: string, key = randomUUID()) =>
+    request(url)
+      .post('/v1/orders')
+      .set('authorization', `Bearer ${token}`)
+      .set('idempotency-key', key)
+      .send({ items: ITEMS });
+
+  test('browser sign-in through the balancer: the IdP returns to it, and either replica honours the session', async () => {
+    const shots = artifactDir('topology-signin');
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${nginx.url}/auth/login?returnTo=/auth/session`);
+      assert.equal(new URL(page.url()).origin, new URL(issuer.running.app.issuer).origin, 'on the external issuer');
+      await page.getByLabel('Username').fill('alice');
+      await page.getByLabel('Password').fill('alice');
+      await Promise.all([
+        page.waitForURL(`${nginx.url}/auth/session`),
+        page.getByRole('button', { name: 'Sign in' }).click(),
+      ]);
+      await page.screenshot({ path: path.join(shots, 'signed-in.png') });
+      const session = JSON.parse(await page.locator('body').innerText()) as { sub: string };
+      assert.equal(session.sub, 'alice');
+      // Upstream keepalive spreads requests over both replicas: ten same-origin GraphQL calls all see alice.
+      const names = await page.evaluate(async () => {
+        const seen: string[] = [];
+        for (let i = 0; i < 10; i++) {
+          const res = await fetch('/graphql', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ query: '{ viewer { subject } }' }),
+          });
+          const body = (await res.json()) as { data?: { viewer: { subject: string } | null } };
+          seen.push(body.data?.viewer?.subject ?? `status ${res.status}`);
+        }
+        return seen;
+      });
+      assert.deepEqual(names, Array(10).fill('alice'));
+    } finally {
+      await browser.close();
+    }
+  }, 60_000);
+
+  test('subscribers connected through the balancer see orders written on each replica directly', async () => {
+    // Whichever replica holds a stream, one of the two writes comes from the other one.
+    const ws = subscriber(nginx.url, carol);
+    const wsStream = ws.subscribe('subscription { orderCreated { id } }');
+    const sse = sseSubscriber<{ orderCreated: { id: string } }>(
+      nginx.url,
+      carol,
+      'subscription { orderCreated { id } }',
+    );
+    try {
+      await ws.connected();
+      // Both subscriptions are live once an order written now reaches them.
+      const probe = (await create(nginx.url, alice).expect(201)).body.id as string;
+      await Promise.all([wsStream.next(1), sse.next(1)]);
+      const wsIds = () => wsStream.received.map((r) => (r.data as { orderCreated: { id: string } }).orderCreated.id);
+      const sseIds = () => sse.received.map((r) => r.data!.orderCreated.id);
+      const fromProbe = (ids: string[]) => ids.slice(ids.indexOf(probe));
+      assert.deepEqual(fromProbe(wsIds()), [probe]);
+      const onOne = (await create(replicas[0]!.url, alice).expect(201)).body.id as string;
+      const onTwo = (await create(replicas[1]!.url, alice).expect(201)).body.id as string;
+      const delivered = wsIds().length - fromProbe(wsIds()).length + 3;
+      await Promise.all([wsStream.next(delivered), sse.next(sseIds().length - fromProbe(sseIds()).length + 3)]);
+      assert.deepEqual(fromProbe(wsIds()), [probe, onOne, onTwo]);
+      assert.deepEqual(fromProbe(sseIds()), [probe, onOne, onTwo]);
+    } finally {
+      sse.close();
+      wsStream.dispose();
+      await ws.dispose();
+    }
+  }, 60_000);
+
+  test(`a rolling restart under ${RATE} requests/s for ${LOAD_SECONDS} s: no failed request, no duplicate order, SSE streams resume losing nothing`, async () => {
+    const since = (await db.query<{ now: Date }>('select now()')).rows[0]!.now;
+    const streams = [0, 1, 2].map(() => resumableSse(nginx.url, { authorization: `Bearer ${carol}` }));
+    const created: { key: string; id: string }[] = [];
+    const keys: string[] = [];
+    const send: Send = async (n) => {
+      const kind = n % 3;
+      if (kind === 0) {
+        const key = randomUUID();
+        keys.push(key);
+        const res = await create(nginx.url, alice, key);
+        if (res.status === 201) created.push({ key, id: res.body.id as string });
+        return { name: 'POST /v1/orders', status: res.status, body: res.status === 201 ? undefined : res.body };
+      }
+      if (kind === 1) {
+        const last = created.at(-1);
+        const res = await request(nginx.url)
+          .get(last ? `/v1/orders/${last.id}` : '/v1/orders')
+          .set('authorization', `Bearer ${alice}`);
+        return { name: 'GET /v1/orders', status: res.status, body: res.status === 200 ? undefined : res.body };
+      }
+      const res = await request(nginx.url)
+        .get('/graphql')
+        .query({ query: '{ recentOrders(first: 5) { id state } }' })
+        .set('authorization', `Bearer ${alice}`)
+        .set('accept', 'application/graphql-response+json');
+      return { name: 'GET /graphql', status: res.status, body: res.status === 200 ? undefined : res.body };
+    };
+    // Every stream is known live, and has an event id to resume from, before anything restarts.
+    const load = startLoad({ rate: RATE, maxRequests: RATE * (LOAD_SECONDS + 60), send });
+    const started = Date.now();
+    try {
+      await Promise.all(streams.map((s) => s.until((ids) => ids.length > 0)));
+
+      for (const i of [0, 1] as const) {
+        const exit = await replicas[i]!.stop('SIGTERM');
+        assert.equal(exit, 0, `replica ${i + 1} drained and exited cleanly`);
+        replicas[i] = await startApp(i);
+      }
+      const left = LOAD_SECONDS * 1000 - (Date.now() - started);
+      if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
+    } finally {
+      load.stop();
+    }
+    const outcomes = await load.done();
+
+    const seconds = (outcomes.at(-1)!.sentAt - outcomes[0]!.sentAt) / 1000;
+    assert.ok(seconds >= LOAD_SECONDS - 1, `the load ran ${seconds} s`);
+    assert.ok(outcomes.length / seconds >= 50, `${outcomes.length} requests in ${seconds} s`);
+    const failed = outcomes.filter((o) => typeof o.status !== 'number' || o.status >= 300);
+    assert.deepEqual(
+      failed.map((o) => `${o.name} → ${o.status} ${o.error ?? JSON.stringify(o.body)}`),
+      [],
+      await nginx.errorLog(),
+    );
+    assert.equal(created.length, keys.length, 'every keyed POST got its 201');
+
+    // Exactly one order per key, and no order the client was not told about.
+    const stored = await db.query<{ key: string; order_id: string }>(
+      'select key, order_id from idempotency_keys where key = any($1)',
+      [keys],
+    );
+    assert.deepEqual(new Map(stored.rows.map((r) => [r.key, r.order_id])), new Map(created.map((c) => [c.key, c.id])));
+    const { rows } = await db.query<{ n: number }>(
+      `select count(*)::int as n from orders o join customers c on c.id = o.customer_id
+        where c.subject = 'alice' and o.created_at >= $1`,
+      [since],
+    );
+    assert.equal(rows[0]!.n, created.length, 'no duplicate orders');
+
+    // Each SSE stream was cut by a restart at least once, resumed with Last-Event-ID, and has every order once.
+    const ids = new Set(created.map((c) => c.id));
+    try {
+      await Promise.all(streams.map((s) => s.until((got) => [...ids].every((id) => got.includes(id)))));
+      for (const [i, s] of streams.entries()) {
+        assert.ok(s.reconnects.length >= 1, `stream ${i} was never cut`);
+        for (const r of s.reconnects) {
+          assert.match(r.lastEventId ?? '', /^\d+$/, `stream ${i} resumed with Last-Event-ID`);
+        }
+        assert.ok(
+          s.reconnects.some((r) => r.status === 200),
+          `stream ${i} resumed: ${JSON.stringify(s.reconnects)}`,
+        );
+        const mine = s.ids.filter((id) => ids.has(id));
+        assert.equal(new Set(mine).size, mine.length, `stream ${i} received an order twice`);
+      }
+    } finally {
+      await Promise.all(streams.map((s) => s.close()));
+    }
+  }, 180_000);
+
+  test('a replica killed in the middle of keyed POSTs: nginx sends them to the other replica, each stored once', async () => {
+    const keys = Array.from({ length: 50 }, () => randomUUID());
+    let killed: Promise<number | null> | undefined;
+    const results = await Promise.all(
+      keys.map((key) =>
+        create(nginx.url, alice, key).then((res) => {
+          killed ??= replicas[0]!.stop('SIGKILL');
+          return { key, status: res.status, id: res.body.id as string | undefined };
+        }),
+      ),
+    );
+    assert.equal(await killed, null, 'replica 1 was killed by the signal');
+    assert.deepEqual(
+      results.filter((r) => r.status !== 201),
+      [],
+      await nginx.errorLog(),
+    );
+    const stored = await db.query<{ key: string; order_id: string }>(
+      'select key, order_id from idempotency_keys where key = any($1)',
+      [keys],
+    );
+    assert.deepEqual(new Map(stored.rows.map((r) => [r.key, r.order_id])), new Map(results.map((r) => [r.key, r.id])));
+    const { rows } = await db.query<{ n: number }>('select count(*)::int as n from orders where id = any($1)', [
+      results.map((r) => r.id),
+    ]);
+    assert.equal(rows[0]!.n, 50);
+    replicas[0] = await startApp(0);
+  }, 60_000);
+});

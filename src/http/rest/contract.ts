@@ -1,0 +1,121 @@
+import { z } from 'zod';
+import { MAX_LISTED_INVALID } from '../../domain/errors.js';
+import { ORDER_STATUSES } from '../../domain/model.js';
+import { ORDER_LIMITS } from '../../domain/orders.js';
+
+/**
+ * The REST contract as zod schemas: request bodies are parsed with them, representations are typed by them,
+ * and the OpenAPI document (openapi.ts) is generated from them. Schemas registered with an `id` become
+ * components; other metadata is merged into the schema's JSON Schema.
+ *
+ * Request schemas check structure only: the domain checks quantities, line counts and SKUs and reports each
+ * failure with its own pointer and reason. Their bounds are documented here from the domain's ORDER_LIMITS.
+ */
+export interface ContractMeta {
+  id?: string;
+  description?: string;
+  [keyword: string]: unknown;
+}
+
+export const contract = z.registry<ContractMeta>();
+
+const documented = <T extends z.ZodType>(schema: T, meta: ContractMeta): T => {
+  contract.add(schema, meta);
+  return schema;
+};
+
+const ORDER_ID = '^ord_[0-9a-z]{26}$';
+const CUSTOMER_ID = '^cus_[0-9a-z]{26}$';
+const dateTime = () => documented(z.string(), { format: 'date-time' });
+
+// ---- Request bodies ----------------------------------------------------------------------------------------
+
+const qty = documented(z.number().int(), { minimum: ORDER_LIMITS.minQty, maximum: ORDER_LIMITS.maxQty });
+
+export const NewOrderLine = documented(
+  z.strictObject({
+    // The length bound only keeps error messages small: a SKU of any length that the catalogue lacks is a 422.
+    sku: documented(z.string().min(1).max(64), { minLength: undefined, maxLength: undefined }),
+    qty,
+  }),
+  { id: 'NewOrderLine' },
+);
+
+/** At most this many lines are read at all; the domain then allows 1 to ORDER_LIMITS.maxLines of them. */
+const MAX_PARSED_LINES = 1000;
+
+const lines = documented(z.array(NewOrderLine).max(MAX_PARSED_LINES), {
+  minItems: ORDER_LIMITS.minLines,
+  maxItems: ORDER_LIMITS.maxLines,
+});
+
+export const NewOrder = documented(
+  z.strictObject({
+    customer_id: documented(z.string().nullable().optional(), {
+      description: 'Staff only; customers omit it or name themselves.',
+    }),
+    items: lines,
+  }),
+  { id: 'NewOrder' },
+);
+
+export const OrderItemsReplacement = documented(z.strictObject({ items: lines }), { id: 'OrderItemsReplacement' });
+
+export const Status = documented(z.enum(ORDER_STATUSES), { id: 'Status' });
+
+export const OrderPatch = documented(
+  z.strictObject({
+    // Any string parses; the domain names the allowed values when one is not (422 with /status).
+    status: documented(z.string({ error: 'must be a status string; it cannot be removed' }).optional(), {
+      enum: [...ORDER_STATUSES],
+    }),
+  }),
+  { id: 'OrderPatch' },
+);
+
+// ---- Representations -----------------------------------------------------------------------------------------
+
+export const OrderItem = documented(
+  z.strictObject({
+    sku: z.string(),
+    qty,
+    unit_price_cents: documented(z.number().int(), { minimum: 1 }),
+    line_total_cents: documented(z.number().int(), { minimum: 1 }),
+  }),
+  { id: 'OrderItem' },
+);
+
+export const Order = documented(
+  z.strictObject({
+    id: documented(z.string(), { pattern: ORDER_ID }),
+    customer_id: documented(z.string(), { pattern: CUSTOMER_ID }),
+    status: Status,
+    items: documented(z.array(OrderItem), { minItems: ORDER_LIMITS.minLines, maxItems: ORDER_LIMITS.maxLines }),
+    total_cents: documented(z.number().int(), { minimum: 0 }),
+    created_at: dateTime(),
+    updated_at: dateTime(),
+  }),
+  { id: 'Order' },
+);
+
+export const OrderPage = documented(z.strictObject({ orders: z.array(Order), next_cursor: z.string().nullable() }), {
+  id: 'OrderPage',
+});
+
+export const Problem = documented(
+  z.object({
+    type: documented(z.string(), { format: 'uri-reference' }),
+    title: z.string(),
+    status: documented(z.number().int(), { minimum: 400, maximum: 599 }),
+    detail: z.string(),
+    instance: documented(z.string(), { format: 'uri-reference' }),
+    code: documented(z.string(), { description: 'The same code GraphQL puts in extensions.code.' }),
+    errors: documented(z.array(z.object({ pointer: z.string(), reason: z.string() })), {
+      description: `Each invalid field (at most ${MAX_LISTED_INVALID}), with a JSON pointer into the request.`,
+    }).optional(),
+  }),
+  { id: 'Problem' },
+);
+
+export type OrderRepresentation = z.infer<typeof Order>;
+export type OrderPageRepresentation = z.infer<typeof OrderPage>;
