@@ -7,6 +7,27 @@ export async function connect(url: string, schema: string): Promise<pg.Client> {
   return client;
 }
 
+/**
+ * Null when PostgreSQL answers at `url`, else one line saying why not and what to do: the bench measures against a
+ * real server and has nothing to say without one.
+ */
+export async function postgresProblem(url: string, shown: string): Promise<string | null> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return null;
+  } catch (error) {
+    const { code, message } = error as { code?: string; message?: string };
+    return (
+      `npm run bench needs PostgreSQL: ${shown} answered ${code ?? message ?? String(error)}. ` +
+      'Start one (docker compose up -d postgres) or set DATABASE_URL.'
+    );
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 export async function dropSchema(url: string, schema: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();

@@ -21,14 +21,14 @@ import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { loginWithPkce } from '../src/auth/pkceLogin.js';
 import { cleanupOnce, startChild, type ServerChild } from './children.js';
-import { connect, customerIdOf, growOrders, recentOrdersPlan, someOrderOf } from './data.js';
+import { connect, customerIdOf, growOrders, postgresProblem, recentOrdersPlan, someOrderOf } from './data.js';
 import { readMachineCpu } from './cpu.js';
 import type { CpuTime } from './ipc.js';
 import { runLoad, type LoadSpec } from './load.js';
 import { difference, readCounters } from './metrics.js';
 import { renderProfile, summarizeProfile, type ProfileSummary } from './profile.js';
 import { problemsOf, renderTables, type ScenarioResult, type SideResult } from './report.js';
-import { scenarios, type Scenario } from './scenarios.js';
+import { scenarioCatalogue, scenarios, type Scenario } from './scenarios.js';
 
 // A separate bench with its own options: WebSocket subscription fan-out (see bench/fanout.ts).
 if (process.argv.includes('--fanout')) {
@@ -53,7 +53,14 @@ const USAGE = `usage: npm run bench -- [options]
   --profile           CPU-profile the app during each measured run (slows it; numbers are then not comparable)
   --check <ratio>     exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors
   --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)
-  --abuse             send each hostile GraphQL document for 30 s beside normal traffic (--seconds <s>)`;
+  --abuse             send each hostile GraphQL document for 30 s beside normal traffic (--seconds <s>)
+
+scenarios (--only):
+${scenarioCatalogue()
+  .map(({ name, description }) => `  ${name.padEnd(18)}  ${description}`)
+  .join('\n')}
+
+needs PostgreSQL at DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test); REDIS_URL is used when set`;
 
 const { values: flags } = parseArgs({
   options: {
@@ -347,6 +354,12 @@ async function main(): Promise<number> {
   );
   log(`results written to ${file}`);
   return exitCode;
+}
+
+const unreachable = await postgresProblem(databaseUrl, redacted(databaseUrl));
+if (unreachable) {
+  console.error(`[bench] ${unreachable}`);
+  process.exit(1);
 }
 
 const exitCode = await main().catch((error: unknown) => {

@@ -73,3 +73,11 @@ export function scenarios(ctx: ScenarioContext): Scenario[] {
     },
   ];
 }
+
+/** Every scenario's name and what it sends, for --help and --only (no tokens needed to describe them). */
+export function scenarioCatalogue(): { name: string; description: string }[] {
+  return scenarios({ staffToken: '', customerToken: '', customerOrderId: '' }).map(({ name, description }) => ({
+    name,
+    description,
+  }));
+}

@@ -18,6 +18,7 @@ import { CLIENT_ERROR_CODES, clientError } from './http/clientErrors.js';
 import { authCookies, trustedOrigins } from './http/cookies.js';
 import { createGraphiqlRouter, GRAPHIQL_PATH } from './http/graphiql.js';
 import { createGraphqlRouter } from './http/graphql.js';
+import { homeRoute } from './http/home.js';
 import { createMetrics, recordRequests, type Metrics } from './http/metrics.js';
 import { createFanout } from './http/fanout.js';
 import { createPipeline } from './http/pipeline.js';
@@ -178,17 +179,15 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     );
   }
 
-  // Where a browser lands after signing out, and where a new user looks first.
-  app.get('/', (_req, res) => {
-    res.setHeader('Cache-Control', 'no-store');
-    res.json({
-      service: 'orders-api',
-      graphql: '/graphql',
-      rest: '/v1/orders',
-      openapi: '/v1/openapi.json',
-      signIn: '/auth/login',
-      session: '/auth/session',
-    });
+  // Where a browser lands after signing in or out, and where a new user looks first.
+  app.get(
+    '/',
+    homeRoute({ sessionCookie: sessionAuth.cookieName, touch: sessions.touch, developmentTools: !config.isProduction }),
+  );
+  // Browsers ask for it on every page; an empty answer they may cache beats a 404 in every log.
+  app.get('/favicon.ico', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.status(204).end();
   });
   app.get('/healthz', (_req, res) => {
     res.setHeader('Cache-Control', 'no-store');

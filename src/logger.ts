@@ -10,10 +10,25 @@ const SECRET_PARAMS =
 /** URLs are worth logging, their credentials are not: sign-in redirects carry a code, state or ID token. */
 const URL_PATHS = new Set(['req.url', 'res.headers.location']);
 
-/** JSON logs; credentials are redacted wherever they could appear. */
-export function createLogger(level: LogLevel): Logger {
+const isEmptyObject = (value: unknown) =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
+
+/**
+ * JSON lines, credentials redacted wherever they could appear. `pretty` (main.ts: a terminal, outside production)
+ * renders the same records as short coloured lines with pino-pretty, in pino's worker thread; log collectors and
+ * pipes always get JSON.
+ */
+export function createLogger(level: LogLevel, opts: { pretty?: boolean } = {}): Logger {
   return pino({
     level,
+    ...(opts.pretty
+      ? {
+          transport: {
+            target: 'pino-pretty',
+            options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service', singleLine: true },
+          },
+        }
+      : {}),
     base: { service: 'orders-api' },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
@@ -36,7 +51,10 @@ export function createLogger(level: LogLevel): Logger {
       censor: (value: unknown, path: string[]) =>
         URL_PATHS.has(path.join('.')) && typeof value === 'string'
           ? value.replace(SECRET_PARAMS, `$1${CENSOR}`)
-          : CENSOR,
+          : isEmptyObject(value)
+            ? // Nothing to hide (a URL without a query string): leave it out rather than claim a redaction.
+              undefined
+            : CENSOR,
     },
   });
 }

@@ -13,7 +13,8 @@ try {
   throw error;
 }
 
-const logger = createLogger(config.logLevel);
+// Readable lines on a developer's terminal; JSON for anything that collects logs.
+const logger = createLogger(config.logLevel, { pretty: process.stdout.isTTY === true && !config.isProduction });
 process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
 
 try {

@@ -78,6 +78,17 @@ function loginFormAction(html: string, pageUrl: string): URL {
   return new URL(action.replace(/&amp;/g, '&'), pageUrl);
 }
 
+/**
+ * POST /auth/logout as the home page's Sign out button does: with the session's CSRF token (read here from
+ * /auth/session, which a same-origin page script may do too). Without a session, no token is sent.
+ */
+export async function signOut(browser: WebClient, appUrl: string, headers: Record<string, string> = {}) {
+  const me = await browser.get(`${appUrl}/auth/session`);
+  const form: Record<string, string> =
+    me.status === 200 ? { csrf: ((await me.json()) as { csrfToken: string }).csrfToken } : {};
+  return browser.post(`${appUrl}/auth/logout`, form, headers);
+}
+
 /** GET /auth/login; returns the authorization URL it redirects to. */
 export async function startLogin(browser: WebClient, appUrl: string, returnTo?: string): Promise<URL> {
   const query = returnTo === undefined ? '' : `?returnTo=${encodeURIComponent(returnTo)}`;

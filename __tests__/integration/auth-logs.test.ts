@@ -73,7 +73,8 @@ describe('browser sign-in in the logs', () => {
     assert.equal(done.status, 303);
     const sessionCookie = browser.cookie(base, 'orders_session')!;
     assert.equal((await browser.graphql(base, '{ viewer { subject } }')).status, 200);
-    const logout = location(await browser.post(`${base}/auth/logout`));
+    const csrfToken = ((await (await browser.get(`${base}/auth/session`)).json()) as { csrfToken: string }).csrfToken;
+    const logout = location(await browser.post(`${base}/auth/logout`, { csrf: csrfToken }));
 
     const secrets = {
       state: authorization.searchParams.get('state')!,
@@ -82,6 +83,7 @@ describe('browser sign-in in the logs', () => {
       loginCookie,
       sessionCookie,
       idToken: logout.searchParams.get('id_token_hint')!,
+      csrfToken,
     };
     for (const [name, value] of Object.entries(secrets)) assert.ok(value && value.length >= 20, name);
 
@@ -90,6 +92,10 @@ describe('browser sign-in in the logs', () => {
     const lines = output.split('\n').filter((l) => l.startsWith('{'));
     assert.ok(lines.some((l) => l.includes('"event":"auth.login"') && l.includes('"sub":"alice"')));
     assert.ok(lines.some((l) => l.includes('"url":"/auth/callback?code=[redacted]&state=[redacted]')));
+    // Without a query string there is nothing to redact, and the log does not pretend otherwise.
+    const logoutLines = lines.filter((l) => l.includes('"url":"/auth/logout"'));
+    assert.ok(logoutLines.length);
+    for (const line of logoutLines) assert.doesNotMatch(line, /"query":/);
     for (const [name, value] of Object.entries(secrets)) {
       assert.equal(
         lines.find((l) => l.includes(value)),

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { WebClient, location, signIn } from '../helpers/webClient.js';
+import { WebClient, location, signIn, signOut } from '../helpers/webClient.js';
 
 const SESSION = 'orders_session';
 const ORDERS = '{ recentOrders(first: 100) { customer { name } } }';
@@ -95,6 +95,8 @@ describe('browser sessions', () => {
     const body = (await me.json()) as Record<string, unknown>;
     assert.match(String(body.expiresAt), /^\d{4}-\d\d-\d\dT/);
     delete body.expiresAt;
+    assert.match(String(body.csrfToken), /^[\w-]{43}$/);
+    delete body.csrfToken;
     assert.deepEqual(body, {
       sub: 'alice',
       name: 'Alice Adams',
@@ -206,7 +208,7 @@ describe('browser sessions', () => {
 
   test('logout ends the session server-side and redirects to the IdP end-session endpoint', async () => {
     const { browser, cookie } = await signedIn(server, 'alice');
-    const res = await browser.post(`${base}/auth/logout`, {}, { origin: new URL(base).origin });
+    const res = await signOut(browser, base, { origin: new URL(base).origin });
     assert.equal(res.status, 303);
     assert.equal(res.headers.get('cache-control'), 'no-store');
     assert.deepEqual(res.headers.getSetCookie(), ['orders_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0']);
@@ -228,7 +230,7 @@ describe('browser sessions', () => {
 
   test('logout from a foreign Origin is refused and the session lives on', async () => {
     const { browser } = await signedIn(server, 'alice');
-    const res = await browser.post(`${base}/auth/logout`, {}, { origin: 'https://evil.example' });
+    const res = await signOut(browser, base, { origin: 'https://evil.example' });
     assert.equal(res.status, 403);
     assert.deepEqual(res.headers.getSetCookie(), []);
     assert.equal((await browser.get(`${base}/auth/session`)).status, 200);
@@ -267,7 +269,7 @@ describe('browser sessions across two app instances', () => {
     const { browser, cookie } = await signedIn(a, 'alice');
     const replay = { cookie: `${SESSION}=${cookie}` };
     assert.equal((await new WebClient().graphql(b.running.publicUrl, ORDERS, replay)).status, 200);
-    const out = await browser.post(`${a.running.publicUrl}/auth/logout`);
+    const out = await signOut(browser, a.running.publicUrl);
     assert.equal(out.status, 303);
     const onB = await new WebClient().graphql(b.running.publicUrl, ORDERS, replay);
     assert.equal(onB.status, 401);

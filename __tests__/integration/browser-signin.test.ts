@@ -54,23 +54,34 @@ describe('browser sign-in in headless Chromium', () => {
     await server?.close();
   });
 
-  test('alice signs in on the IdP form, sees only her orders over GraphQL, signs out, and the cookie stops working', async () => {
+  test('alice starts on 127.0.0.1, signs in on the IdP form, lands on the home page, and signs out of the app and the IdP without a prompt', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
+    // Every page the IdP's end-session endpoint shows, to prove no question was asked.
+    const endSessionPages: string[] = [];
+    page.on('response', (res) => {
+      if (new URL(res.url()).pathname === '/idp/session/end') endSessionPages.push(res.url());
+    });
 
-    await page.goto(`${base}/auth/login?returnTo=/auth/session`);
+    // The default bind address is not PUBLIC_URL's host: /auth/login moves there before anything else.
+    const direct = new URL(server.url);
+    assert.equal(direct.hostname, '127.0.0.1');
+    assert.notEqual(direct.host, new URL(base).host);
+    await page.goto(`${server.url}/auth/login?returnTo=/`);
+    assert.equal(new URL(page.url()).origin, base);
     assert.match(new URL(page.url()).pathname, /^\/idp\/interaction\/[\w-]+$/);
     await assert.doesNotReject(page.getByRole('heading', { name: 'Sign in' }).waitFor());
-    await page.screenshot({ path: path.join(screenshots, 'signin.png'), fullPage: true });
+    await page.screenshot({ path: path.join(screenshots, '1-signin.png'), fullPage: true });
 
     await page.getByLabel('Username').fill('alice');
     await page.getByLabel('Password').fill('alice');
-    await Promise.all([page.waitForURL(`${base}/auth/session`), page.getByRole('button', { name: 'Sign in' }).click()]);
-    const session = JSON.parse(await page.locator('body').innerText()) as Record<string, unknown>;
-    assert.equal(session.sub, 'alice');
-    assert.equal(session.name, 'Alice Adams');
-    assert.equal(session.email, 'alice@example.com');
-    assert.deepEqual(session.roles, []);
+    await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Sign in' }).click()]);
+    assert.equal(await page.getByTestId('user').innerText(), 'Alice Adams (alice)');
+    assert.equal(await page.getByTestId('role').innerText(), 'customer');
+    assert.equal(await page.getByTestId('scopes').innerText(), 'orders:read orders:write');
+    assert.equal(await page.getByRole('link', { name: 'Apollo Sandbox' }).getAttribute('href'), '/graphql');
+    assert.equal(await page.getByRole('link', { name: 'GraphiQL' }).getAttribute('href'), '/graphiql');
+    await page.screenshot({ path: path.join(screenshots, '2-home-signed-in.png'), fullPage: true });
 
     const [cookie, ...others] = (await context.cookies(base)).filter((c) => c.name === 'orders_session');
     assert.ok(cookie);
@@ -86,17 +97,16 @@ describe('browser sign-in in headless Chromium', () => {
     const names = new Set(signedIn.body.data!.recentOrders.map((o) => o.customer.name));
     assert.deepEqual([...names], ['Alice Adams']);
 
-    // Sign out the way a page does, with a form post; the IdP then asks to end its own session too.
-    await page.evaluate(`{
-      const form = document.createElement('form');
-      form.method = 'post';
-      form.action = '/auth/logout';
-      document.body.append(form);
-      form.submit();
-    }`);
-    await page.waitForURL(/\/idp\/session\/end/);
-    await page.screenshot({ path: path.join(screenshots, 'signout.png'), fullPage: true });
-    await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Yes, sign me out' }).click()]);
+    // The home page's button: POST /auth/logout with the session's CSRF token → the IdP's end-session endpoint with
+    // id_token_hint → back home, signed out, without the IdP asking "Sign out?".
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await assert.doesNotReject(page.getByRole('link', { name: 'Sign in' }).waitFor());
+    assert.equal(page.url(), `${base}/`);
+    await page.screenshot({ path: path.join(screenshots, '3-home-signed-out.png'), fullPage: true });
+    assert.equal(endSessionPages.length, 1, 'the logout went through the IdP');
+    assert.equal(new URL(endSessionPages[0]!).searchParams.get('post_logout_redirect_uri'), `${base}/`);
+    assert.match(new URL(endSessionPages[0]!).searchParams.get('id_token_hint') ?? '', /^[\w-]+\.[\w-]+\.[\w-]+$/);
+    assert.equal(await page.getByText('No, stay signed in').count(), 0);
     assert.deepEqual(
       (await context.cookies(base)).filter((c) => c.name === 'orders_session'),
       [],
@@ -113,10 +123,13 @@ describe('browser sign-in in headless Chromium', () => {
     assert.equal(replayed.status, 401);
     assert.equal(replayed.body.data, undefined);
     assert.equal(replayed.body.errors?.[0]?.extensions.code, 'UNAUTHENTICATED');
+    await context.clearCookies({ name: 'orders_session' });
 
     // The IdP's session ended as well: signing in again asks for the password.
-    await page.goto(`${base}/auth/login`);
+    await page.getByRole('link', { name: 'Sign in' }).click();
     await assert.doesNotReject(page.getByLabel('Password').waitFor());
+    assert.match(new URL(page.url()).pathname, /^\/idp\/interaction\/[\w-]+$/);
+    await page.screenshot({ path: path.join(screenshots, '4-signin-again.png'), fullPage: true });
     await context.close();
   });
 });

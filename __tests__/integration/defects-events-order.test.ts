@@ -73,7 +73,7 @@ async function firstEventOrEnd(body: ReadableStream<Uint8Array>): Promise<string
   return text;
 }
 
-describe('a Last-Event-ID past the bigint range', () => {
+describe('a Last-Event-ID that no event could have', () => {
   let server: TestServer;
   let alice: string;
   let carol: string;
@@ -83,23 +83,41 @@ describe('a Last-Event-ID past the bigint range', () => {
   });
   afterAll(() => server.close());
 
-  for (const lastEventId of ['9223372036854775808', '9999999999999999999']) {
-    test(`Last-Event-ID ${lastEventId} is ignored like any malformed one: live events still arrive`, async () => {
-      const query = encodeURIComponent('subscription { orderCreated { id } }');
-      const controller = new AbortController();
-      // A real streaming client: the SSE body is read as it arrives.
-      const res = await fetch(`${server.url}/graphql/stream?query=${query}`, {
-        headers: { authorization: `Bearer ${carol}`, accept: 'text/event-stream', 'last-event-id': lastEventId },
-        signal: controller.signal,
+  const stream = (lastEventId: string, signal?: AbortSignal) =>
+    fetch(`${server.url}/graphql/stream?query=${encodeURIComponent('subscription { orderCreated { id } }')}`, {
+      headers: { authorization: `Bearer ${carol}`, accept: 'text/event-stream', 'last-event-id': lastEventId },
+      ...(signal ? { signal } : {}),
+    });
+
+  // Past the bigint range, negative, not a number: once ignored (resuming from nothing without a word), now a 400.
+  for (const lastEventId of ['9223372036854775808', '9999999999999999999', '-1', 'abc', '1e3', '0x10']) {
+    test(`Last-Event-ID ${lastEventId} is refused with 400 BAD_REQUEST`, async () => {
+      const res = await stream(lastEventId);
+      assert.equal(res.status, 400);
+      assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+      assert.deepEqual(JSON.parse(await res.text()), {
+        errors: [
+          {
+            message:
+              'Last-Event-ID must be the id of an event this stream sent (a decimal integer up to 9223372036854775807).',
+            extensions: { code: 'BAD_REQUEST' },
+          },
+        ],
       });
-      // graphql-sse subscribes before it answers, so the headers mean the subscription is live.
-      assert.equal(res.status, 200);
-      const id = await placeOrder(server, alice);
-      const text = await firstEventOrEnd(res.body!);
-      controller.abort();
-      assert.match(text, new RegExp(`event: next\\n(id: \\d+\\n)?data: .*"orderCreated":\\{"id":"${id}"\\}`));
     });
   }
+
+  test('an empty Last-Event-ID (what EventSource sends before it has seen an id) is none: live events arrive', async () => {
+    const controller = new AbortController();
+    // A real streaming client: the SSE body is read as it arrives.
+    const res = await stream('', controller.signal);
+    // graphql-sse subscribes before it answers, so the headers mean the subscription is live.
+    assert.equal(res.status, 200);
+    const id = await placeOrder(server, alice);
+    const text = await firstEventOrEnd(res.body!);
+    controller.abort();
+    assert.match(text, new RegExp(`event: next\\n(id: \\d+\\n)?data: .*"orderCreated":\\{"id":"${id}"\\}`));
+  });
 });
 
 describe('a replica without Redis catches up by polling, across digit boundaries', () => {

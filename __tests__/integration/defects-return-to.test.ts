@@ -60,11 +60,17 @@ describe('sign-in sends the browser back only to a path on this site', () => {
 
   for (const returnTo of HOSTILE) {
     test(`returnTo ${JSON.stringify(returnTo)} is refused or lands on this site after signing in`, async () => {
-      const start = await request(server.url).get('/auth/login').query({ returnTo });
-      if (start.status === 400) {
-        assert.match(start.text, /returnTo must be a path on this site/);
+      // Started on 127.0.0.1 (not PUBLIC_URL's host): checked first, then moved to PUBLIC_URL with the checked value.
+      const direct = await request(server.url).get('/auth/login').query({ returnTo });
+      if (direct.status === 400) {
+        assert.match(direct.text, /returnTo must be a path on this site/);
         return;
       }
+      assert.equal(direct.status, 303, direct.text);
+      const moved = new URL(direct.headers.location!);
+      assert.equal(`${moved.origin}${moved.pathname}`, `${base}/auth/login`);
+      assertStaysOnSite(moved.searchParams.get('returnTo'), base, `moved ${JSON.stringify(returnTo)}`);
+      const start = await request(base).get(`${moved.pathname}${moved.search}`);
       assert.equal(start.status, 302, start.text);
       const { response } = await signIn(new WebClient(), base, 'alice', returnTo);
       assert.equal(response.status, 303);

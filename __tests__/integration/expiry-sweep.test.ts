@@ -43,8 +43,8 @@ describe('expired rows are swept', () => {
   });
 
   test('expired sessions, sign-ins and day-old order events go too; live ones stay', async () => {
-    await request(server.url).get('/auth/login').expect(302);
-    await request(server.url).get('/auth/login').expect(302);
+    await request(server.running.publicUrl).get('/auth/login').expect(302);
+    await request(server.running.publicUrl).get('/auth/login').expect(302);
     const [expiring] = await db().query<{ id_hash: string }>('select id_hash from auth_login_attempts limit 1');
     await db().query(`update auth_login_attempts set expires_at = now() - interval '1 second' where id_hash = $1`, [
       expiring!.id_hash,

@@ -24,7 +24,7 @@ describe('sign-in attempts an anonymous caller can make the server store', () =>
 
   test('a flood of GET /auth/login from one address keeps at most LOGIN_ATTEMPTS_PER_IP rows for it', async () => {
     for (let i = 0; i < 60; i++) {
-      await request(server.url).get('/auth/login').set('x-forwarded-for', '203.0.113.7').expect(302);
+      await request(server.running.publicUrl).get('/auth/login').set('x-forwarded-for', '203.0.113.7').expect(302);
     }
     assert.equal(await rows('203.0.113.7'), CAP);
   });
@@ -33,7 +33,7 @@ describe('sign-in attempts an anonymous caller can make the server store', () =>
     const browser = new WebClient();
     const authorizationUrl = await startLogin(browser, server.running.publicUrl);
     for (let i = 0; i < 3 * CAP; i++) {
-      await request(server.url).get('/auth/login').set('x-forwarded-for', '198.51.100.9').expect(302);
+      await request(server.running.publicUrl).get('/auth/login').set('x-forwarded-for', '198.51.100.9').expect(302);
     }
     const callback = await signInAtIdp(browser, authorizationUrl, 'alice');
     assert.equal((await browser.get(callback)).status, 303, 'the earlier sign-in from 127.0.0.1 still completes');

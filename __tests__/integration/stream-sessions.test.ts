@@ -17,6 +17,17 @@ async function sessionCookie(server: TestServer, user: string): Promise<string> 
   return `${SESSION}=${browser.cookie(server.running.publicUrl, SESSION)!}`;
 }
 
+/** POST /auth/logout with the cookie and the session's CSRF token, as the home page's form does. */
+async function logout(server: TestServer, cookie: string): Promise<void> {
+  const me = await request(server.url).get('/auth/session').set('cookie', cookie).expect(200);
+  await request(server.url)
+    .post('/auth/logout')
+    .set('cookie', cookie)
+    .type('form')
+    .send({ csrf: (me.body as { csrfToken: string }).csrfToken })
+    .expect(303);
+}
+
 /** A WebSocket holding a subscription and an SSE stream, both opened with the cookie on one replica. */
 async function openStreams(server: TestServer, cookie: string) {
   const ws = cookieClient(server.url, cookie);
@@ -44,7 +55,7 @@ describe('streams end with the browser session that opened them', () => {
     const onA = await openStreams(a, cookie);
     const onB = await openStreams(b, cookie);
 
-    await request(a.url).post('/auth/logout').set('cookie', cookie).expect(303);
+    await logout(a, cookie);
 
     for (const [name, streams] of [
       ['A', onA],
@@ -91,7 +102,7 @@ describe('streams end with the browser session that opened them', () => {
     const gone = await openStreams(b, leaving);
     const kept = cookieClient(b.url, staying);
     await kept.connected;
-    await request(a.url).post('/auth/logout').set('cookie', leaving).expect(303);
+    await logout(a, leaving);
     assert.equal((await within(BOUND_MS, 'the WebSocket closing', gone.ws.closed)).code, 4403);
     await within(BOUND_MS, 'the SSE stream ending', gone.sse.text);
     // The other session's socket still answers queries after the first one's streams have ended.

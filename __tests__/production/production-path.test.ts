@@ -42,7 +42,12 @@ async function buildRuntimeCopy(): Promise<string> {
   for (const file of ['package.json', 'package-lock.json', 'schema.graphql']) cpSync(join(ROOT, file), join(app, file));
   await run(
     process.execPath,
-    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', join(app, 'dist')],
+    // Its own build info too: the checkout's dist/.tsbuildinfo describes the checkout's dist/ (npm start's tsc -b).
+    [
+      join(ROOT, 'node_modules/typescript/bin/tsc'),
+      ...['-p', 'tsconfig.build.json', '--outDir', join(app, 'dist')],
+      ...['--tsBuildInfoFile', join(app, 'tsbuildinfo')],
+    ],
     {
       cwd: ROOT,
     },

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import express from 'express';
 import type { Router } from 'express';
 import type { Redis } from 'ioredis';
@@ -10,7 +11,7 @@ import { PostgresAdapter, sweepExpiredModels } from '../store/idp.js';
 import { FIRST_PARTY_CLIENTS, allowLoopbackReplicas, clientMetadata } from './idp/clients.js';
 import { interactionRoutes } from './idp/interactions.js';
 import { loadOrCreateSecrets, toPublicJwks } from './idp/keys.js';
-import { errorPage, loggedOutPage, logoutPage } from './idp/pages.js';
+import { AUTO_SIGN_OUT_SCRIPT, errorPage, loggedOutPage, logoutPage, signingOutPage } from './idp/pages.js';
 import { createSigninThrottle } from './idp/signinThrottle.js';
 import { userinfoTwins } from './idp/userinfo.js';
 import { findUserBySubject, seedDemoUsers, type Argon2Params } from './idp/users.js';
@@ -60,6 +61,31 @@ const ERROR_EVENTS = [
   'revocation.error',
   'userinfo.error',
 ] as const;
+
+/**
+ * OpenID Connect RP-Initiated Logout §2 asks the user to confirm unless the request carries an `id_token_hint` that
+ * belongs to the current session and user. oidc-provider has already verified the hint's signature, issuer and
+ * audience when it calls logoutSource; what is left is that it names this session's user (and, when it carries one,
+ * this session's `sid`) for a client that signed in within it. Anything else still gets the question.
+ */
+function hintIsForThisSession(ctx: KoaContextWithOIDC): boolean {
+  const hint = ctx.oidc.entities?.IdTokenHint?.payload;
+  const { session, client } = ctx.oidc;
+  if (!hint || !session?.accountId || !client) return false;
+  return (
+    hint.sub === session.accountId &&
+    session.authorizations?.[client.clientId] !== undefined &&
+    (hint.sid === undefined || hint.sid === session.sidFor(client.clientId))
+  );
+}
+
+/** Under a policy with script-src, the one inline script is allowed by its hash, as oidc-provider does for its own. */
+function allowInlineScript(ctx: KoaContextWithOIDC, script: string): void {
+  const policy = ctx.response.get('content-security-policy');
+  if (!policy || !/(^|;)\s*script-src\s/.test(policy)) return;
+  const hash = `'sha256-${createHash('sha256').update(script).digest('base64')}'`;
+  ctx.set('content-security-policy', policy.replace(/((?:^|;)\s*script-src\s[^;]*)/, `$1 ${hash}`));
+}
 
 /**
  * The development OpenID provider: oidc-provider backed by the app's database, issuing RS256 JWT access tokens
@@ -165,7 +191,12 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
         enabled: true,
         logoutSource(ctx, form) {
           ctx.type = 'html';
-          ctx.body = logoutPage({ form, host: ctx.host });
+          if (hintIsForThisSession(ctx)) {
+            allowInlineScript(ctx, AUTO_SIGN_OUT_SCRIPT);
+            ctx.body = signingOutPage({ form });
+          } else {
+            ctx.body = logoutPage({ form, host: ctx.host });
+          }
         },
         postLogoutSuccessSource(ctx) {
           ctx.type = 'html';

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { User } from '../domain/policy.js';
 import type { Queryable } from '../store/db.js';
 import { deleteExpiredSessionRows, sessionRows, type SessionRecord } from '../store/sessions.js';
@@ -24,6 +24,21 @@ function hashId(id: string): string {
 /** What a session is known by outside its cookie: the hash of its id, never the id itself. */
 export function sessionKey(id: string): string | null {
   return ID_SHAPE.test(id) ? hashId(id) : null;
+}
+
+/**
+ * The CSRF token of a session's sign-out form (a synchronizer token without storage): an HMAC keyed by the session
+ * id, which only the browser holding the HttpOnly cookie knows, so another site can neither read nor compute it.
+ */
+export function csrfTokenFor(sessionId: string): string {
+  return createHmac('sha256', sessionId).update('orders-api sign-out').digest('base64url');
+}
+
+export function isCsrfTokenFor(sessionId: string, token: unknown): boolean {
+  if (typeof token !== 'string') return false;
+  const expected = Buffer.from(csrfTokenFor(sessionId));
+  const given = Buffer.from(token);
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 export interface LoginAttempt {

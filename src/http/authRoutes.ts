@@ -1,13 +1,23 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { IssuerUnavailable, LoginRejected, type BrowserLogin } from '../auth/browserLogin.js';
 import { errorPage } from '../auth/idp/pages.js';
-import { ABSOLUTE_TIMEOUT_SECONDS, LOGIN_ATTEMPT_SECONDS, type SessionStore } from '../auth/sessions.js';
+import {
+  ABSOLUTE_TIMEOUT_SECONDS,
+  LOGIN_ATTEMPT_SECONDS,
+  csrfTokenFor,
+  isCsrfTokenFor,
+  type SessionStore,
+} from '../auth/sessions.js';
 import type { Config } from '../config.js';
 import { bearerChallenge } from './authenticate.js';
+import { clientError } from './clientErrors.js';
 import { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from './cookies.js';
 import { sendProblem } from './problems.js';
 
 const SIGN_IN_AGAIN = { href: '/auth/login', text: 'Sign in again' };
+const HOME = { href: '/', text: 'Go to the home page' };
+/** The sign-out form: one hidden field. */
+const logoutForm = express.urlencoded({ extended: false, limit: '1kb', parameterLimit: 5 });
 
 /**
  * `returnTo` must be a path on this origin. It is resolved against PUBLIC_URL and only the normalised result is
@@ -23,6 +33,16 @@ export function safeReturnTo(value: unknown, publicUrl: string): string | null {
   const resolved = new URL(value, base);
   if (resolved.origin !== base.origin || resolved.pathname.startsWith('//')) return null;
   return `${resolved.pathname}${resolved.search}${resolved.hash}`;
+}
+
+/**
+ * Whether the request reached the host PUBLIC_URL names (behind a trusted proxy, the forwarded one). The login and
+ * session cookies belong to that host, and the issuer returns the browser there, so sign-in must start there too.
+ */
+export function onPublicHost(req: Request, publicUrl: string): boolean {
+  const expected = new URL(publicUrl);
+  const seen = req.host ? URL.parse(`${expected.protocol}//${req.host}`) : null;
+  return seen?.host === expected.host;
 }
 
 function page(res: Response, status: number, title: string, message: string, link?: { href: string; text: string }) {
@@ -66,6 +86,13 @@ export function createAuthRouter(deps: { config: Config; sessions: SessionStore;
     const returnTo = safeReturnTo(req.query.returnTo, config.publicUrl);
     if (returnTo === null) {
       return page(res, 400, 'Cannot sign in', 'returnTo must be a path on this site, such as /orders.');
+    }
+    if (!onPublicHost(req, config.publicUrl)) {
+      // Started on another name for this server (127.0.0.1 for localhost): the login cookie set here would never
+      // reach the callback on PUBLIC_URL. Go there first, carrying only the checked, normalised returnTo.
+      const there = new URL('/auth/login', config.publicUrl);
+      if (req.query.returnTo !== undefined) there.searchParams.set('returnTo', returnTo);
+      return res.redirect(303, there.href);
     }
     let started;
     try {
@@ -152,15 +179,29 @@ export function createAuthRouter(deps: { config: Config; sessions: SessionStore;
       roles: [...user.roles],
       scopes: [...user.scopes],
       expiresAt: expiresAt.toISOString(),
+      // For a page script's sign-out (X-CSRF-Token); another site cannot read this answer.
+      csrfToken: csrfTokenFor(id!),
     });
   });
 
-  router.post('/logout', async (req, res) => {
-    // A cross-site page must not be able to sign people out (login/logout CSRF).
+  router.post('/logout', logoutForm, async (req, res) => {
+    // A cross-site page must not be able to sign people out (login/logout CSRF): a foreign Origin is refused, and a
+    // request carrying the session cookie must also carry that session's token (the home page's form has it), which
+    // covers browsers that send no Origin.
     if (isForeignOrigin(req.headers.origin, trusted)) {
       return page(res, 403, 'Cannot sign out', 'Sign-out requests must come from this site.');
     }
     const id = readCookie(req.headers.cookie, cookies.session);
+    const token = (req.body as { csrf?: unknown } | undefined)?.csrf ?? req.headers['x-csrf-token'];
+    if (id && !isCsrfTokenFor(id, token)) {
+      return page(
+        res,
+        403,
+        'Cannot sign out',
+        'This sign-out request did not come from a page of this site. Use the Sign out button on the home page.',
+        HOME,
+      );
+    }
     const revoked = id ? await sessions.revoke(id) : null;
     if (revoked) req.log.info({ event: 'auth.logout' }, 'browser session ended');
     res.setHeader('Set-Cookie', clearSessionCookie);
@@ -169,8 +210,16 @@ export function createAuthRouter(deps: { config: Config; sessions: SessionStore;
     res.redirect(303, endSession?.href ?? '/');
   });
 
+  router.all('/logout', (req, res) => {
+    // A link or a prefetch must not sign anyone out.
+    sendProblem(req, res, 'METHOD_NOT_ALLOWED', 'Sign out with POST /auth/logout (the home page has a button).', {
+      headers: { Allow: 'POST' },
+    });
+  });
+
   router.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
-    if (res.headersSent) return next(error);
+    // A body the sign-out form could not have sent (too large, wrong charset) is the client's error, not ours.
+    if (res.headersSent || clientError(error, '1kb')) return next(error);
     req.log.error({ err: error }, 'browser sign-in failed');
     page(res, 500, 'Something went wrong', `Sign-in failed unexpectedly; quote request id ${String(req.id)}.`);
   });

@@ -2,7 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeExecutableSchema } from '@graphql-tools/schema';
-import type { GraphQLSchema } from 'graphql';
+import type { IResolvers } from '@graphql-tools/utils';
+import { GraphQLScalarType, type GraphQLSchema } from 'graphql';
 import { resolvers } from '../resolvers/index.js';
 
 function loadTypeDefs(): string {
@@ -14,7 +15,23 @@ function loadTypeDefs(): string {
   throw new Error('schema.graphql not found');
 }
 
+/**
+ * graphql-tools copies every key of a scalar's GraphQLScalarType onto the SDL's scalar, `description: undefined`
+ * included, which erased the schema's description of DateTime. Only what the implementation sets is passed on, so
+ * schema.graphql stays the one place for descriptions.
+ */
+function withoutUnsetKeys(map: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(map).map(([name, value]) => [
+      name,
+      value instanceof GraphQLScalarType
+        ? Object.fromEntries(Object.entries(value.toConfig()).filter(([, v]) => v !== undefined && v !== null))
+        : value,
+    ]),
+  );
+}
+
 /** One executable schema for every transport: HTTP (Apollo), WebSocket and SSE. */
 export function buildSchema(): GraphQLSchema {
-  return makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers });
+  return makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers: withoutUnsetKeys(resolvers) as IResolvers });
 }

@@ -1,4 +1,4 @@
-import express, { type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import type { ExecutionResult } from 'graphql';
 import { createHandler } from 'graphql-sse';
 import type { Logger } from 'pino';
@@ -17,6 +17,23 @@ import { holdSseStream, type StreamRegistry } from './streams.js';
 const EVENT_ID = /^\d{1,19}$/;
 /** Event ids are PostgreSQL bigints; anything past the largest one is as malformed as letters. */
 const isEventId = (value: string) => EVENT_ID.test(value) && BigInt(value) <= 2n ** 63n - 1n;
+
+/**
+ * A Last-Event-ID this API never sent cannot say where to resume: it is refused, not ignored (ignoring it would
+ * silently resume from nothing).
+ */
+function refuseBadLastEventId(req: Request, res: Response, next: NextFunction) {
+  const value = req.get('last-event-id');
+  // An empty one is what EventSource sends before it has seen an id: none.
+  if (value === undefined || value === '' || isEventId(value)) return next();
+  sendGraphqlError(
+    req,
+    res,
+    'Last-Event-ID must be the id of an event this stream sent (a decimal integer up to 9223372036854775807).',
+    'BAD_REQUEST',
+    { status: 400 },
+  );
+}
 
 /**
  * Gives each `next` message the SSE `id:` of the event it reports (its `extensions.eventId`), so a
@@ -156,6 +173,7 @@ export function createSseRouter(deps: {
   router.use(refuseForeignOrigins(deps.trustedOrigins));
   router.use(authenticate(deps.verifier, graphqlAuthFailure, { session: deps.session }));
   router.use(express.json({ limit: '64kb' }), graphqlClientErrors('64 kB'));
+  router.use(refuseBadLastEventId);
   router.all('/', async (req: Request, res: Response) => {
     const [body, init] = await bounded({
       method: req.method,

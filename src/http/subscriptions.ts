@@ -45,10 +45,28 @@ interface ConnectionState {
   unbindSession?: Release;
 }
 
-function bearerFrom(params: Record<string, unknown> | undefined): string | undefined {
-  const value = params?.authorization ?? params?.Authorization ?? params?.token;
-  if (typeof value !== 'string') return undefined;
-  return value.replace(/^Bearer +/i, '');
+const ACCEPTED_PARAMS = 'send { "authorization": "Bearer <token>" } or nothing';
+
+/**
+ * The access token in `connection_init`'s payload: `authorization` (or `Authorization`), "Bearer " optional. A
+ * payload in any other shape (`{ token }`, `{ headers: { Authorization } }`) is refused with the accepted one named,
+ * rather than silently taken for an anonymous connection.
+ */
+function bearerFrom(params: Record<string, unknown> | null | undefined): { token?: string } | { refused: string } {
+  const keys = Object.keys(params ?? {});
+  const unknown = keys.find((key) => key !== 'authorization' && key !== 'Authorization');
+  if (unknown !== undefined) {
+    // A close reason is at most 123 bytes: the key is shown shortened and in ASCII.
+    const shown = unknown.replace(/[^\w.-]/g, '?').slice(0, 24);
+    return { refused: `Bad connectionParams: unknown key "${shown}"; ${ACCEPTED_PARAMS}` };
+  }
+  if (keys.length > 1)
+    return { refused: `Bad connectionParams: both authorization and Authorization; ${ACCEPTED_PARAMS}` };
+  if (!keys.length) return {};
+  const value = params![keys[0]!];
+  if (typeof value !== 'string')
+    return { refused: `Bad connectionParams: authorization is not a string; ${ACCEPTED_PARAMS}` };
+  return { token: value.replace(/^Bearer +/i, '') };
 }
 
 /**
@@ -139,8 +157,13 @@ export function createWebSocketServer(deps: {
     {
       connectionInitWaitTimeout: limits.wsInitTimeoutSeconds * 1000,
       async onConnect(ctx) {
-        const token = bearerFrom(ctx.connectionParams);
         const socket: WebSocket = ctx.extra.socket;
+        const params = bearerFrom(ctx.connectionParams);
+        if ('refused' in params) {
+          socket.close(CloseCode.BadRequest, params.refused);
+          return false;
+        }
+        const { token } = params;
         const state: ConnectionState = {
           principal: ANONYMOUS,
           requestId: randomUUID(),

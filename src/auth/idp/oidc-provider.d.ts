@@ -110,16 +110,23 @@ declare module 'oidc-provider' {
         readonly Grant?: Grant;
         readonly AuthorizationCode?: BaseToken;
         readonly RefreshToken?: BaseToken;
+        /** Set by the end_session endpoint once an `id_token_hint` has been verified (signature, issuer, audience). */
+        readonly IdTokenHint?: { readonly payload: UnknownObject };
       };
       readonly client?: Client;
       readonly route?: string;
       readonly params?: UnknownObject;
-      readonly session?: { readonly accountId?: string };
+      readonly session?: {
+        readonly accountId?: string;
+        readonly authorizations?: Readonly<Record<string, unknown>>;
+        sidFor(clientId: string): string | undefined;
+      };
     };
     body: unknown;
     type: string;
     status: number;
     readonly host: string;
+    readonly response: { get(field: string): string };
     set(field: string, value: string): void;
   }
 

@@ -16,15 +16,17 @@ const STYLE = `
   .hint { color: #52525b; font-size: 0.875rem; margin-top: 1.5rem; }
 `;
 
-/** `body` must already be escaped HTML. */
-function layout(title: string, body: string): string {
+/**
+ * `body` must already be escaped HTML. The IdP's pages send no Referer (their URLs carry interaction ids); the app's
+ * own pages (`site` given) keep the site-wide same-origin policy, under which their form posts carry a real Origin.
+ */
+export function layout(title: string, body: string, site?: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${escapeHtml(title)} · Orders sign-in</title>
+${site ? '' : '<meta name="referrer" content="no-referrer">\n'}<title>${escapeHtml(title)} · ${escapeHtml(site ?? 'Orders sign-in')}</title>
 <style>${STYLE}</style>
 </head>
 <body>
@@ -96,6 +98,26 @@ ${opts.form}
   <button type="submit" form="op.logoutForm" name="logout" value="yes">Yes, sign me out</button>
   <button type="submit" form="op.logoutForm" class="secondary">No, stay signed in</button>
 </div>`,
+  );
+}
+
+/** Submits the logout form's "yes" button once loaded; scripts are not needed to do it by hand. */
+export const AUTO_SIGN_OUT_SCRIPT = "document.getElementById('sign-out').click();";
+
+/**
+ * RP-initiated logout that needs no question: the relying party sent an ID token of this very session. The page
+ * submits oidc-provider's form (and its CSRF token) itself; without JavaScript it is one button.
+ */
+export function signingOutPage(opts: { form: string }): string {
+  return layout(
+    'Signing out',
+    `<h1>Signing out…</h1>
+${opts.form}
+<noscript><p>JavaScript is off: press the button to finish signing out.</p></noscript>
+<div class="actions">
+  <button type="submit" id="sign-out" form="op.logoutForm" name="logout" value="yes">Continue</button>
+</div>
+<script>${AUTO_SIGN_OUT_SCRIPT}</script>`,
   );
 }
 
