@@ -74,6 +74,22 @@ class MemoryApqStore implements KeyValueCache<string> {
   }
 }
 
+/** KEYS: the document's key, the index. ARGV: the document, its TTL (s), its hash, maxEntries, the key prefix. */
+const REGISTER = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ttl)
+redis.call('ZADD', KEYS[2], now, ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl * 1000000)
+local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
+if excess > 0 then
+  local oldest = redis.call('ZPOPMIN', KEYS[2], excess)
+  for i = 1, #oldest, 2 do redis.call('DEL', ARGV[5] .. oldest[i]) end
+end
+return excess
+`;
+
 class RedisApqStore implements KeyValueCache<string> {
   constructor(
     private readonly redis: Redis,
@@ -87,25 +103,24 @@ class RedisApqStore implements KeyValueCache<string> {
 
   /**
    * Every replica registers into one index ordered by registration time; past maxEntries the oldest
-   * are dropped, so the count is bounded across the fleet and not just per process.
+   * are dropped, so the count is bounded across the fleet and not just per process. One script, timed by
+   * Redis's own clock in microseconds: two registrations in the same millisecond (or from replicas whose
+   * clocks differ) still keep their order, and no other replica runs between the count and the eviction.
    */
   async set(key: string, value: string, options?: KeyValueCacheSetOptions) {
     if (Buffer.byteLength(value) > this.bounds.maxBytes || this.bounds.maxEntries === 0) return;
     const ttl = Math.ceil(options?.ttl ?? 86_400);
-    const index = `${this.prefix}index`;
-    const now = Date.now();
-    const replies = await this.redis
-      .multi()
-      .set(this.prefix + key, value, 'EX', ttl)
-      .zadd(index, now, key)
-      .zremrangebyscore(index, '-inf', now - ttl * 1000)
-      .zcard(index)
-      .exec();
-    const count = Number(replies?.[3]?.[1] ?? 0);
-    if (count <= this.bounds.maxEntries) return;
-    const oldest = await this.redis.zpopmin(index, count - this.bounds.maxEntries);
-    const keys = oldest.filter((_, i) => i % 2 === 0).map((k) => this.prefix + k);
-    if (keys.length) await this.redis.del(...keys);
+    await this.redis.eval(
+      REGISTER,
+      2,
+      this.prefix + key,
+      `${this.prefix}index`,
+      value,
+      ttl,
+      key,
+      this.bounds.maxEntries,
+      this.prefix,
+    );
   }
 
   async delete(key: string) {
