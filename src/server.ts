@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createApp, type App } from './app.js';
 import { serveMetrics } from './http/metrics.js';
@@ -59,6 +60,7 @@ export async function startServer(
     });
     res.end(JSON.stringify(problemBody('SERVICE_UNAVAILABLE', 'Starting up.', req.url ?? '/')));
   });
+  server.on('clientError', answerUnreadableRequest);
   // Behind a load balancer, idle keep-alive connections must outlive the balancer's own idle timeout.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -132,4 +134,39 @@ export async function startServer(
       return closing;
     },
   };
+}
+
+/**
+ * A request Node's parser gave up on never reaches Express: without this, Node answers with a bare status line.
+ * Headers over the 16 KB limit get 431 and anything else unreadable 400, as problem details like every other
+ * error; a request that timed out keeps Node's plain 408, and a socket already gone gets nothing.
+ */
+function answerUnreadableRequest(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+    return;
+  }
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const code = tooLarge ? 'HEADERS_TOO_LARGE' : 'MALFORMED_REQUEST';
+  const { status, title } = PROBLEM_TYPES[code];
+  const detail = tooLarge
+    ? 'The request line and headers exceed 16 KB.'
+    : 'The request could not be parsed as HTTP/1.1.';
+  const body = JSON.stringify(problemBody(code, detail, '/'));
+  socket.end(
+    [
+      `HTTP/1.1 ${status} ${title}`,
+      'Content-Type: application/problem+json',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      'Cache-Control: no-store',
+      'X-Content-Type-Options: nosniff',
+      'Connection: close',
+      '',
+      body,
+    ].join('\r\n'),
+  );
 }

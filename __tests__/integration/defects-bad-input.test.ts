@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import request from 'supertest';
@@ -242,5 +244,44 @@ describe('a body GraphQL cannot read is a GraphQL 400, not a 500', () => {
     const body = JSON.parse(res.text) as { errors: { message: string; extensions: { code: string } }[] };
     assert.equal(body.errors[0]!.extensions.code, 'BAD_REQUEST');
     assert.match(body.errors[0]!.message, /not valid JSON/);
+  });
+
+  /** Writes bytes on a fresh socket and reads everything until the server closes it. */
+  async function rawExchange(bytes: string): Promise<{ statusLine: string; headers: string; body: string }> {
+    const { port } = new URL(server.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    await once(socket, 'connect');
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.write(bytes);
+    await once(socket, 'close');
+    const text = Buffer.concat(chunks).toString('utf8');
+    const [head = '', body = ''] = text.split('\r\n\r\n');
+    const [statusLine = '', ...headers] = head.split('\r\n');
+    return { statusLine, headers: headers.join('\n').toLowerCase(), body };
+  }
+
+  test('request headers over 16 KB are 431 problem details, not a bare status line', async () => {
+    const res = await rawExchange(`GET /v1/orders HTTP/1.1\r\nHost: x\r\nCookie: c=${'a'.repeat(20_000)}\r\n\r\n`);
+    assert.equal(res.statusLine, 'HTTP/1.1 431 Request headers too large');
+    assert.match(res.headers, /^content-type: application\/problem\+json$/m);
+    assert.match(res.headers, /^connection: close$/m);
+    assert.deepEqual(JSON.parse(res.body), {
+      type: '/problems/headers-too-large',
+      title: 'Request headers too large',
+      status: 431,
+      detail: 'The request line and headers exceed 16 KB.',
+      instance: '/',
+      code: 'HEADERS_TOO_LARGE',
+    });
+  });
+
+  test('a request that is not HTTP/1.1 at all is 400 malformed-request problem details', async () => {
+    const res = await rawExchange('HELLO THERE\r\n\r\n');
+    assert.equal(res.statusLine, 'HTTP/1.1 400 Malformed request');
+    assert.match(res.headers, /^content-type: application\/problem\+json$/m);
+    const body = JSON.parse(res.body) as Problem;
+    assert.equal(body.type, '/problems/malformed-request');
+    assert.equal(body.code, 'MALFORMED_REQUEST');
   });
 });

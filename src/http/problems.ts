@@ -132,6 +132,13 @@ export const PROBLEM_TYPES = {
     description:
       'The request could not be read: the body is not valid JSON or not valid for its Content-Encoding, the path is not percent-encoded UTF-8, or a query parameter (such as a list cursor) is malformed.',
   },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    title: 'Request headers too large',
+    slug: 'headers-too-large',
+    description:
+      'The request line and headers together exceed the 16 KB this server reads. Usually an oversized cookie or token: sign in again or send fewer headers.',
+  },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     title: 'Request body too large',
