@@ -153,6 +153,18 @@ describe('hostile input to REST answers 4xx problem details, never 500', () => {
     assert.ok(res.text.length < sent.length, `${res.text.length} bytes answer ${sent.length}`);
   });
 
+  test('a body that is JSON but not an object is a 422 that names the body, not an empty pointer', async () => {
+    const res = await request(server.url)
+      .post('/v1/orders')
+      .set('authorization', `Bearer ${alice}`)
+      .set('idempotency-key', randomUUID())
+      .type('json')
+      .send('[1, 2]');
+    const problem = assertProblem(res, 422, 'invalid-input');
+    assert.equal(problem.detail, 'the body: must be a JSON object');
+    assert.deepEqual(problem.errors, [{ pointer: '', reason: 'must be a JSON object' }]);
+  });
+
   test('a 422 with many invalid lines is capped the same way', async () => {
     const items = Array.from({ length: 1000 }, () => ({ sku: 5, qty: 'x', extra: true }));
     const res = await request(server.url)

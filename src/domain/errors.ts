@@ -49,7 +49,8 @@ export const invalidInput = (invalid: readonly InvalidField[]) =>
   new DomainError(
     'BAD_USER_INPUT',
     invalid.length === 1
-      ? `${invalid[0]!.pointer}: ${invalid[0]!.reason}`
+      ? // The empty JSON pointer is the whole document: say so instead of an empty name before the colon.
+        `${invalid[0]!.pointer || 'the body'}: ${invalid[0]!.reason}`
       : invalid.length > MAX_LISTED_INVALID
         ? `${invalid.length} fields are invalid; the first ${MAX_LISTED_INVALID} are listed.`
         : `${invalid.length} fields are invalid.`,

@@ -12,7 +12,7 @@ const READ_ONLY = new Set(['id', 'customer_id', 'total_cents', 'created_at', 'up
 /** Validates a body against a schema; every problem becomes one entry with a JSON pointer. */
 function parseBody<T>(schema: z.ZodType<T>, body: unknown, writable: readonly string[]): T {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw invalidInput([{ pointer: '', reason: 'the body must be a JSON object' }]);
+    throw invalidInput([{ pointer: '', reason: 'must be a JSON object' }]);
   }
   const invalid: InvalidField[] = [];
   for (const member of Object.keys(body)) {
