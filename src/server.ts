@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createApp, type App } from './app.js';
@@ -61,6 +61,13 @@ export async function startServer(
     res.end(JSON.stringify(problemBody('SERVICE_UNAVAILABLE', 'Starting up.', req.url ?? '/')));
   });
   server.on('clientError', answerUnreadableRequest);
+  // Node counts a connection that has not sent a byte yet (a client's or a browser's preconnect) as busy, so
+  // closeIdleConnections() leaves it open: shutdown closes those itself, or they would hold it until DRAIN_TIMEOUT_MS.
+  const connections = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
   // Behind a load balancer, idle keep-alive connections must outlive the balancer's own idle timeout.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -123,7 +130,14 @@ export async function startServer(
         app.endStreams();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
-        const timer = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);
+        for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
+        const timer = setTimeout(() => {
+          logger.warn(
+            { connections: connections.size, seconds: DRAIN_TIMEOUT_MS / 1000 },
+            'requests still open after the drain timeout; closing their connections',
+          );
+          server.closeAllConnections();
+        }, DRAIN_TIMEOUT_MS);
         await closed;
         clearTimeout(timer);
         await app.close();

@@ -1,7 +1,10 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
 import { loadOrCreateSecrets } from '../../src/auth/idp/keys.js';
 import { argon2Params, seedDemoUsers } from '../../src/auth/idp/users.js';
-import { openDatabase } from '../../src/store/open.js';
+import type { Database } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrations.js';
 import { seed } from '../../src/store/seed.js';
 import { testRunAt } from './testRun.js';
@@ -9,10 +12,58 @@ import { testRunAt } from './testRun.js';
 /**
  * Once per Jest run (globalSetup.mjs runs this with tsx): the expensive fixtures every test server would otherwise
  * build again — an initialised, migrated and seeded embedded database, and the IdP's signing keys and hashed demo
- * users, written into the run folder given as the only argument.
+ * users, written into the run folder given as the only argument. The database goes there as a tarball of its data
+ * directory (PGlite's dumpDataDir), which each test server loads into memory.
  */
 const run = testRunAt(process.argv[2]!);
-const db = await openDatabase({ kind: 'pglite', dataDir: run.templateDb });
+
+/**
+ * PGlite's initdb (seconds of CPU, before any test can start) gives the same empty cluster every time for one PGlite
+ * version, so that empty cluster is kept between runs under the OS temp directory, named by the version. Everything
+ * of this project's (schema, seed, IdP keys, demo users) is still made afresh for each run.
+ */
+async function emptyCluster(): Promise<PGlite> {
+  const pkg = new URL('../../node_modules/@electric-sql/pglite/package.json', import.meta.url);
+  const { version } = JSON.parse(readFileSync(pkg, 'utf8')) as { version: string };
+  const dir = path.join(tmpdir(), 'orders-api-test-cache');
+  const cached = path.join(dir, `pglite-${version}-initdb-slim.tar`);
+  if (existsSync(cached)) {
+    try {
+      const pglite = new PGlite({ loadDataDir: new Blob([readFileSync(cached)]) });
+      await pglite.waitReady;
+      return pglite;
+    } catch {
+      // Unreadable (cut short, another version's layout): built again below, and replaced.
+    }
+  }
+  // In memory: initdb on disk spends much of its time writing files that only end up in a tarball.
+  const pglite = new PGlite();
+  await pglite.waitReady;
+  // Nothing here creates databases, so the two templates go: a third of the files each test server would load.
+  await pglite.exec(`update pg_database set datistemplate = false where datname in ('template0', 'template1')`);
+  await pglite.exec('drop database template0');
+  await pglite.exec('drop database template1');
+  await pglite.exec('checkpoint');
+  const tarball = await pglite.dumpDataDir('none');
+  mkdirSync(dir, { recursive: true });
+  const partial = `${cached}.${process.pid}`;
+  writeFileSync(partial, Buffer.from(await tarball.arrayBuffer()));
+  renameSync(partial, cached);
+  return pglite;
+}
+
+const pglite = await emptyCluster();
+const db: Database = {
+  kind: 'pglite',
+  identity: 'template',
+  query: async (sql, params) => (await pglite.query<never>(sql, params as unknown[] | undefined)).rows,
+  transaction: (fn) =>
+    pglite.transaction((tx) =>
+      fn({ query: async (sql, params) => (await tx.query<never>(sql, params as unknown[] | undefined)).rows }),
+    ),
+  ping: async () => void (await pglite.query('select 1')),
+  close: () => pglite.close(),
+};
 try {
   await migrate(db);
   await seed(db);
@@ -20,6 +71,8 @@ try {
   await seedDemoUsers(db, argon2Params('test'));
   const [row] = await db.query<{ jwks: unknown }>('select jwks from idp_keys where id = 1');
   writeFileSync(run.idpSecretsFile, JSON.stringify(row!.jwks));
+  const tarball = await pglite.dumpDataDir('none');
+  writeFileSync(run.templateTar, Buffer.from(await tarball.arrayBuffer()));
 } finally {
   await db.close();
 }

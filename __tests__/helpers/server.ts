@@ -13,7 +13,7 @@ import type { Database } from '../../src/store/db.js';
 import { openDatabase } from '../../src/store/open.js';
 import { migrate } from '../../src/store/migrations.js';
 import { headersOf, http } from './http.js';
-import { copyTemplateDb, currentTestRun, idpSecrets } from './testRun.js';
+import { currentTestRun, idpSecrets, testDatabase } from './testRun.js';
 
 export interface GqlResponse {
   status: number;
@@ -63,8 +63,8 @@ interface TestDatabase {
 }
 
 /**
- * The embedded database is a private copy of the run's template (initialised, migrated, seeded, IdP keys and
- * demo users in place), which opens in about a second where a fresh PGlite takes many. On PostgreSQL, a schema
+ * The embedded database is a private in-memory copy of the run's template (initialised, migrated, seeded, IdP keys
+ * and demo users in place), which opens in well under a second where a fresh PGlite takes several. On PostgreSQL, a schema
  * of its own, migrated, with the run's IdP keys so that the IdP does not generate new ones.
  */
 async function openTestDatabase(): Promise<TestDatabase> {
@@ -90,19 +90,8 @@ async function openTestDatabase(): Promise<TestDatabase> {
       },
     };
   }
-  if (!run) {
-    const db = await openDatabase({ kind: 'pglite', dataDir: 'memory' });
-    return { db, release: () => db.close() };
-  }
-  const copy = copyTemplateDb(run);
-  const db = await openDatabase({ kind: 'pglite', dataDir: copy.dataDir });
-  return {
-    db,
-    async release() {
-      await db.close();
-      copy.remove();
-    },
-  };
+  const db = await testDatabase();
+  return { db, release: () => db.close() };
 }
 
 const statementScope = new AsyncLocalStorage<{ statements: number }>();
@@ -114,7 +103,11 @@ const statementScope = new AsyncLocalStorage<{ statements: number }>();
  */
 export async function startTestServer(
   env: Record<string, string> = {},
-  opts: { sameDatabaseAs?: TestServer } = {},
+  opts: {
+    sameDatabaseAs?: TestServer;
+    /** Receives the server's log entries of level warn and above (instead of TEST_LOG_LEVEL's output). */
+    onLog?: (entry: { level: number; msg: string } & Record<string, unknown>) => void;
+  } = {},
 ): Promise<TestServer> {
   const shared = opts.sameDatabaseAs;
   let owned: TestDatabase | undefined;
@@ -148,7 +141,11 @@ export async function startTestServer(
   );
   let running: RunningServer;
   try {
-    running = await startServer(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), { db });
+    const { onLog } = opts;
+    const logger = onLog
+      ? pino({ level: 'warn' }, { write: (line: string) => onLog(JSON.parse(line) as Parameters<typeof onLog>[0]) })
+      : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+    running = await startServer(config, logger, { db });
   } catch (error) {
     if (owned) await owned.release();
     else if (shared && process.env.DATABASE_URL) await db.close();

@@ -8,7 +8,7 @@ export interface SseEvent<Data = Record<string, unknown>> {
 
 /**
  * One subscription through graphql-sse's own client, collecting what it delivers (an error as an event with
- * `errors`); `next(n)` waits for the n-th event. `lastEventId` resumes, as a reconnecting client would.
+ * `errors`); `next(n)` waits for the n-th event, `ended` for its end. `lastEventId` resumes, as a reconnecting client would.
  */
 export function sseSubscriber<Data = Record<string, unknown>>(
   url: string,
@@ -23,6 +23,8 @@ export function sseSubscriber<Data = Record<string, unknown>>(
     headers: { authorization: `Bearer ${token}`, ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
   });
   const received: SseEvent<Data>[] = [];
+  let end: (how: string) => void = () => undefined;
+  const ended = new Promise<string>((resolve) => (end = resolve));
   const waiters: { n: number; resolve: () => void }[] = [];
   const record = (event: SseEvent<Data>) => {
     received.push(event);
@@ -35,12 +37,17 @@ export function sseSubscriber<Data = Record<string, unknown>>(
     { query },
     {
       next: (value) => record(value as SseEvent<Data>),
-      error: (error) => record({ errors: [{ extensions: { code: String(error) } }] }),
-      complete: () => undefined,
+      error: (error) => {
+        record({ errors: [{ extensions: { code: String(error) } }] });
+        end(String(error));
+      },
+      complete: () => end('complete'),
     },
   );
   return {
     received,
+    /** Resolves once the subscription is over: `complete`, or the error that ended it (the stream cut off). */
+    ended,
     next: (n: number) =>
       received.length >= n ? Promise.resolve() : new Promise<void>((r) => waiters.push({ n, resolve: r })),
     close: () => {

@@ -6,9 +6,8 @@ import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { pino } from 'pino';
 import { createEmbeddedIdp, type EmbeddedIdp } from '../../src/auth/embeddedIdp.js';
 import type { Database } from '../../src/store/db.js';
-import { openDatabase } from '../../src/store/open.js';
 import { migrate } from '../../src/store/migrations.js';
-import { testDataDir } from './testRun.js';
+import { testDatabase } from './testRun.js';
 
 /**
  * - `genuine`: a well-behaved OpenID provider.
@@ -20,7 +19,6 @@ export type IssuerMode = 'genuine' | 'forged-signature' | 'other-issuer';
 interface Provider {
   readonly idp: EmbeddedIdp;
   readonly db: Database;
-  readonly remove: () => void;
 }
 
 /**
@@ -37,8 +35,7 @@ export async function startSwitchableIssuer() {
   const url = `http://127.0.0.1:${port}/idp`;
 
   async function provider(issuer: string, secrets?: { keys: JWK[]; cookieKeys: string[] }): Promise<Provider> {
-    const { dataDir, remove } = testDataDir();
-    const db = await openDatabase({ kind: 'pglite', dataDir });
+    const db = await testDatabase();
     await migrate(db);
     if (secrets) {
       await db.query(
@@ -55,7 +52,7 @@ export async function startSwitchableIssuer() {
       trustProxy: false,
       logger: pino({ level: 'silent' }),
     });
-    return { idp, db, remove };
+    return { idp, db };
   }
 
   const genuine = await provider(url);
@@ -102,10 +99,9 @@ export async function startSwitchableIssuer() {
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const { idp, db, remove } of Object.values(providers)) {
+      for (const { idp, db } of Object.values(providers)) {
         await idp.close();
         await db.close();
-        remove();
       }
     },
   };

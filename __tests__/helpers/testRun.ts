@@ -1,34 +1,55 @@
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Database } from '../../src/store/db.js';
+import { openPglite } from '../../src/store/pglite.js';
 
 /**
- * What Jest's globalSetup (globalSetup.mjs → prepareTestRun.ts) prepares once per run, for every worker: a folder of its own under the OS temp
- * directory holding an embedded database that is already initialised, migrated and seeded (with the IdP's
- * signing keys and demo users), and those IdP secrets for servers on PostgreSQL.
+ * What Jest's globalSetup (globalSetup.mjs → prepareTestRun.ts) prepares once per run, for every worker: a folder of
+ * its own under the OS temp directory holding an embedded database that is already initialised, migrated and seeded
+ * (with the IdP's signing keys and demo users), as a tarball of its data directory, and those IdP secrets for
+ * servers on PostgreSQL.
  */
 export const RUN_DIR_ENV = 'ORDERS_TEST_RUN_DIR';
 
 export interface TestRun {
   readonly dir: string;
-  readonly templateDb: string;
+  /** PGlite's dumpDataDir of the template database (an uncompressed tar of its data directory). */
+  readonly templateTar: string;
   readonly idpSecretsFile: string;
 }
 
 export function testRunAt(dir: string): TestRun {
-  return { dir, templateDb: path.join(dir, 'pglite-template'), idpSecretsFile: path.join(dir, 'idp-secrets.json') };
+  return {
+    dir,
+    templateTar: path.join(dir, 'pglite-template.tar'),
+    idpSecretsFile: path.join(dir, 'idp-secrets.json'),
+  };
 }
 
-/** The current run, when a globalSetup prepared one (plain `node --test` or a one-off script has none). */
+/** The current run, when a globalSetup prepared one (a one-off script has none). */
 export function currentTestRun(): TestRun | undefined {
   const dir = process.env[RUN_DIR_ENV];
   return dir ? testRunAt(dir) : undefined;
 }
 
-/** A private copy of the template database; opening it skips PGlite's initdb, the slow part of a fresh one. */
+let template: Blob | undefined;
+
+/**
+ * An in-memory copy of the run's template database: PGlite loads the tarball into its memory file system, so
+ * nothing is copied on disk and nothing is left to delete (about half the cost of a copied data directory).
+ */
+export async function openTemplateDb(run: TestRun): Promise<Database> {
+  template ??= new Blob([readFileSync(run.templateTar)]);
+  return openPglite('memory', { loadDataDir: template });
+}
+
+/** A private data directory holding the template, for a server in a process of its own (DATA_DIR). */
 export function copyTemplateDb(run: TestRun): { dataDir: string; remove: () => void } {
   const dataDir = mkdtempSync(path.join(run.dir, 'db-'));
-  cpSync(run.templateDb, dataDir, { recursive: true });
+  // tar's notice about the tarball's absolute member names goes nowhere; a failure still throws with its stderr.
+  execFileSync('tar', ['-xf', run.templateTar, '-C', dataDir], { stdio: ['ignore', 'ignore', 'pipe'] });
   return { dataDir, remove: () => rmSync(dataDir, { recursive: true, force: true }) };
 }
 
@@ -44,11 +65,20 @@ export function artifactDir(name: string): string {
 }
 
 /**
- * DATA_DIR for an embedded database of a test's own: a copy of the run's template (already migrated and seeded,
- * with the run's IdP keys and demo users), or `memory` when no globalSetup prepared a run. `remove` deletes the
- * copy; call it once the database is closed (or the process using it has exited).
+ * DATA_DIR for an embedded database of a test's own, for a server in a child process: a copy of the run's template
+ * (already migrated and seeded, with the run's IdP keys and demo users), or `memory` when no globalSetup prepared a
+ * run. `remove` deletes the copy; call it once the process using it has exited.
  */
 export function testDataDir(): { dataDir: string; remove: () => void } {
   const run = currentTestRun();
   return run ? copyTemplateDb(run) : { dataDir: 'memory', remove: () => undefined };
+}
+
+/**
+ * An embedded database of a test's own in this process: an in-memory copy of the run's template, or a fresh
+ * in-memory database when no globalSetup prepared a run.
+ */
+export async function testDatabase(): Promise<Database> {
+  const run = currentTestRun();
+  return run ? openTemplateDb(run) : openPglite('memory');
 }

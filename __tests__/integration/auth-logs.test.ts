@@ -12,6 +12,8 @@ function spawnMain(dataDir: string): ChildProcessWithoutNullStreams {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: '0',
+    // The default 9464 may be taken by anything else on the machine: tests never depend on a port being free.
+    METRICS_PORT: '0',
     DATA_DIR: dataDir,
     LOG_LEVEL: 'debug',
     NODE_ENV: 'development',

@@ -122,7 +122,12 @@ describe('persisted queries (APQ) on every transport', () => {
     const [first] = [await register(`{ products { sku } b: __typename }`)];
     await register(`{ products { sku } c: __typename }`);
     await register(`{ products { sku } d: __typename }`);
-    const lookup = await send(server.url, 'post', { extensions: first });
+    // Apollo does not wait for its cache.set before answering, so with Redis the eviction the third registration
+    // causes can land just after that response: each look again is a full round trip behind it (bounded, no sleep).
+    let lookup = await send(server.url, 'post', { extensions: first });
+    for (let again = 0; again < 20 && codeOf(lookup) !== 'PERSISTED_QUERY_NOT_FOUND'; again++) {
+      lookup = await send(server.url, 'post', { extensions: first });
+    }
     assert.equal(codeOf(lookup), 'PERSISTED_QUERY_NOT_FOUND');
   });
 });

@@ -10,14 +10,13 @@ import express from 'express';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { pino } from 'pino';
 import * as oidc from 'openid-client';
-import { openDatabase } from '../../src/store/open.js';
 import type { Database } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrations.js';
 import { createEmbeddedIdp } from '../../src/auth/embeddedIdp.js';
 import type { EmbeddedIdp } from '../../src/auth/embeddedIdp.js';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
 import { send } from '../helpers/http.js';
-import { testDataDir } from '../helpers/testRun.js';
+import { testDatabase } from '../helpers/testRun.js';
 
 const run = promisify(execFile);
 const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -25,15 +24,13 @@ const JWT_PATTERN = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 describe('embedded IdP', () => {
   let db: Database;
-  let dataDir: ReturnType<typeof testDataDir>;
   let server: Server;
   let idp: EmbeddedIdp;
   let publicUrl: string;
   let issuer: string;
 
   beforeAll(async () => {
-    dataDir = testDataDir();
-    db = await openDatabase({ kind: 'pglite', dataDir: dataDir.dataDir });
+    db = await testDatabase();
     await migrate(db);
 
     server = createServer();
@@ -59,7 +56,6 @@ describe('embedded IdP', () => {
     await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     await idp.close();
     await db.close();
-    dataDir.remove();
   });
 
   async function verifyAccessToken(token: string) {

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { rest } from '../helpers/openapi.js';
-import { startReplicas, stopReplicas, type TestServer } from '../helpers/server.js';
+import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
 import { sseSubscriber, type SseEvent } from '../helpers/sseSubscriber.js';
 
 type Event = SseEvent<{ orderUpdated?: { id: string; status: string } }>;
@@ -87,6 +89,35 @@ describe('subscriptions over server-sent events (graphql-sse)', () => {
     await stream.next(1);
     assert.deepEqual(stream.received[0]!.data, { orderUpdated: { id: order.id, status: 'cancelled' } });
     stream.close();
+  });
+
+  test('shutdown ends an open single-connection stream, and close() does not wait out the drain timeout', async () => {
+    // A third instance over the same database, so that shutting it down leaves A and B serving.
+    let drainTimedOut: (entry: Record<string, unknown>) => void = () => undefined;
+    const forced = new Promise<Record<string, unknown>>((resolve) => (drainTimedOut = resolve));
+    const own = await startTestServer(
+      {},
+      { sameDatabaseAs: a, onLog: (entry) => /drain timeout/.test(entry.msg) && drainTimedOut(entry) },
+    );
+    const listening = own.nextSubscription();
+    const stream = listen(own.url, await own.token('alice'), { singleConnection: true });
+    await Promise.race([listening, stream.ended.then((how) => assert.fail(`the stream ended first: ${how}`))]);
+    // A connection that has not sent a byte, as a browser's preconnect (or an HTTP client's pool) leaves one: Node
+    // does not count it as idle. The request after it is answered once the server has accepted both.
+    const preconnect = connect(Number(new URL(own.url).port), '127.0.0.1');
+    const preconnectClosed = once(preconnect, 'close');
+    await once(preconnect, 'connect');
+    await own.http.get('/healthz').expect(200);
+
+    const outcome = await Promise.race([
+      own.close().then(() => 'closed' as const),
+      forced.then((entry) => ({ forcedAfterDrainTimeout: entry })),
+    ]);
+    assert.equal(outcome, 'closed');
+    // The client sees its stream end while the subscription is still open: graphql-sse's own client reports it.
+    assert.match(await stream.ended, /Connection closed while having active streams/);
+    stream.close();
+    await preconnectClosed;
   });
 
   test('an invalid token is refused with 401 before any stream opens', async () => {

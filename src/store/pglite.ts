@@ -3,10 +3,14 @@ import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Database, Queryable } from './db.js';
 
-/** Embedded PostgreSQL: one connection, which PGlite itself serializes around transactions. */
-export async function openPglite(dataDir: string | 'memory'): Promise<Database> {
+/**
+ * Embedded PostgreSQL: one connection, which PGlite itself serializes around transactions. `loadDataDir` starts it
+ * from a tarball of a data directory (PGlite's dumpDataDir) instead of an empty one: tests open an in-memory copy of
+ * a migrated, seeded template that way.
+ */
+export async function openPglite(dataDir: string | 'memory', opts: { loadDataDir?: Blob } = {}): Promise<Database> {
   if (dataDir !== 'memory') mkdirSync(dataDir, { recursive: true });
-  const pglite = dataDir === 'memory' ? new PGlite() : new PGlite(dataDir);
+  const pglite = new PGlite({ ...(dataDir === 'memory' ? {} : { dataDir }), ...opts });
   await pglite.waitReady;
 
   const db: Database = {
