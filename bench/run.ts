@@ -8,7 +8,7 @@
  * to bench/results/latest.json. Everything is bounded in time; the schema is dropped at the end.
  *
  *   npm run bench -- [--duration 8] [--warmup 2] [--connections 32] [--orders 100000]
- *                    [--only recentOrders-20,products-get] [--production] [--profile] [--check 0.25]
+ *                    [--only recentOrders-20,products-get] [--no-production] [--no-development] [--profile] [--check 0.25]
  *
  * `npm run bench -- --fanout [...]` runs the subscription fan-out bench instead (bench/fanout.ts).
  */
@@ -48,8 +48,11 @@ const USAGE = `usage: npm run bench -- [options]
   --connections <n>   concurrent keep-alive connections (default 32)
   --orders <n>        orders in the table while measuring (default 100000; the seed has 400)
   --only <names>      comma-separated scenario names to run (default: all)
-  --production        measure a second app instance configured as in production (NODE_ENV=production,
-                      the first instance's IdP as its external OIDC issuer) instead of the development one
+  --no-production     measure the development instance (which serves the IdP) only, as before
+  --no-development    leave out the secondary table (the development instance, embedded IdP)
+                      By default the primary figures are of a replica configured as in production
+                      (NODE_ENV=production, its issuer a separate process: the development instance's /idp),
+                      so the measured process never serves the IdP; the development instance follows.
   --profile           CPU-profile the app during each measured run (slows it; numbers are then not comparable)
   --check <ratio>     exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors
   --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)
@@ -63,6 +66,7 @@ ${scenarioCatalogue()
 needs PostgreSQL at DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test); REDIS_URL is used when set`;
 
 const { values: flags } = parseArgs({
+  allowNegative: true,
   options: {
     duration: { type: 'string', default: '8' },
     warmup: { type: 'string', default: '2' },
@@ -70,7 +74,8 @@ const { values: flags } = parseArgs({
     orders: { type: 'string', default: '100000' },
     only: { type: 'string' },
     profile: { type: 'boolean', default: false },
-    production: { type: 'boolean', default: false },
+    production: { type: 'boolean', default: true },
+    development: { type: 'boolean', default: true },
     check: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
@@ -99,6 +104,7 @@ const options = {
   only: flags.only?.split(',').map((s) => s.trim()),
   profile: flags.profile,
   production: flags.production,
+  development: flags.development || !flags.production,
 };
 
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -262,40 +268,49 @@ async function main(): Promise<number> {
   );
   if (!chosen.length) throw new Error(`--only matched no scenario`);
 
-  const results: ScenarioResult[] = [];
   const profiles: { scenario: string; path: string; summary: ProfileSummary }[] = [];
-  for (const scenario of chosen) {
-    const check = await checkSameWork(scenario, app.ready.url, floor.ready.url);
-    log(`${scenario.name}: same answer from app and floor${check.identical ? ' (byte-identical)' : ''}; measuring`);
-    const a = await measure(app, { ...scenario.request(app.ready.url), expectBody: check.appBody }, options.profile);
-    const f = await measure(floor, { ...scenario.request(floor.ready.url), expectBody: check.floorBody }, false);
-    const result: ScenarioResult = {
-      name: scenario.name,
-      description: scenario.description,
-      app: a.result,
-      floor: f.result,
-      throughputRatio: f.result.stats.rps ? a.result.stats.rps / f.result.stats.rps : 0,
-      p99Ratio: f.result.stats.p99Ms ? a.result.stats.p99Ms / f.result.stats.p99Ms : 0,
-      cpuPerRequestRatio: f.result.cpuUsPerRequest ? a.result.cpuUsPerRequest / f.result.cpuUsPerRequest : 0,
-      identicalBodies: check.identical,
-      problems: [
-        ...a.warmupProblems.map((p) => `app ${p}`),
-        ...f.warmupProblems.map((p) => `floor ${p}`),
-        ...problemsOf('app', a.result),
-        ...problemsOf('floor', f.result),
-      ],
-    };
-    results.push(result);
-    log(
-      `${scenario.name}: app ${Math.round(a.result.stats.rps)} req/s, floor ${Math.round(f.result.stats.rps)} req/s ` +
-        `(ratio ${result.throughputRatio.toFixed(2)})${result.problems.length ? ' — FLAGGED' : ''}`,
-    );
-    if (a.result.profile) {
-      const path = join(profileDir, `${scenario.name}.cpuprofile`);
-      await rename(a.result.profile, path);
-      profiles.push({ scenario: scenario.name, path, summary: await summarizeProfile(path) });
+  /** Every chosen scenario against one app instance, each beside a fresh floor run. */
+  async function runScenarios(app: ServerChild, label: string): Promise<ScenarioResult[]> {
+    const results: ScenarioResult[] = [];
+    for (const scenario of chosen) {
+      const check = await checkSameWork(scenario, app.ready.url, floor.ready.url);
+      log(
+        `${label} ${scenario.name}: same answer from app and floor${check.identical ? ' (byte-identical)' : ''}; measuring`,
+      );
+      const a = await measure(app, { ...scenario.request(app.ready.url), expectBody: check.appBody }, options.profile);
+      const f = await measure(floor, { ...scenario.request(floor.ready.url), expectBody: check.floorBody }, false);
+      const result: ScenarioResult = {
+        name: scenario.name,
+        description: scenario.description,
+        app: a.result,
+        floor: f.result,
+        throughputRatio: f.result.stats.rps ? a.result.stats.rps / f.result.stats.rps : 0,
+        p99Ratio: f.result.stats.p99Ms ? a.result.stats.p99Ms / f.result.stats.p99Ms : 0,
+        cpuPerRequestRatio: f.result.cpuUsPerRequest ? a.result.cpuUsPerRequest / f.result.cpuUsPerRequest : 0,
+        identicalBodies: check.identical,
+        problems: [
+          ...a.warmupProblems.map((p) => `app ${p}`),
+          ...f.warmupProblems.map((p) => `floor ${p}`),
+          ...problemsOf('app', a.result),
+          ...problemsOf('floor', f.result),
+        ],
+      };
+      results.push(result);
+      log(
+        `${label} ${scenario.name}: app ${Math.round(a.result.stats.rps)} req/s, floor ${Math.round(f.result.stats.rps)} req/s ` +
+          `(ratio ${result.throughputRatio.toFixed(2)}, CPU/request ${result.cpuPerRequestRatio.toFixed(2)}×)` +
+          `${result.problems.length ? ' — FLAGGED' : ''}`,
+      );
+      if (a.result.profile) {
+        const path = join(profileDir, `${label}-${scenario.name}.cpuprofile`);
+        await rename(a.result.profile, path);
+        profiles.push({ scenario: `${label} ${scenario.name}`, path, summary: await summarizeProfile(path) });
+      }
     }
+    return results;
   }
+  const results = await runScenarios(app, options.production ? 'production' : 'development');
+  const development = options.production && options.development ? await runScenarios(idpApp, 'development') : [];
 
   const meta = {
     date: new Date().toISOString(),
@@ -320,6 +335,13 @@ async function main(): Promise<number> {
       (options.profile ? ' — PROFILED, app numbers are slowed by the profiler' : ''),
   );
   console.log(renderTables(results));
+  if (development.length) {
+    console.log(
+      '\nSecondary: the development instance (NODE_ENV=development, serving the embedded IdP the bench signs in ' +
+        "with: graphql-js instanceOf checks and oidc-provider's promise hooks), against the same floor",
+    );
+    console.log(renderTables(development));
+  }
   for (const p of profiles) console.log(`\n${renderProfile(p.scenario, p.path, p.summary)}`);
 
   let exitCode = 0;
@@ -345,6 +367,7 @@ async function main(): Promise<number> {
       {
         meta,
         results,
+        development,
         profiles,
         ...(options.check !== undefined ? { check: { minRatio: options.check, failures } } : {}),
       },

@@ -1,10 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import cors from 'cors';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { createLocalJWKSet } from 'jose';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
 import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
 import { browserLoginFor } from './auth/browserLogin.js';
 import { createDpopProofVerifier } from './auth/dpop.js';
@@ -21,6 +19,7 @@ import { createGraphqlRouter } from './http/graphql.js';
 import { homeRoute } from './http/home.js';
 import { createMetrics, recordRequests, type Metrics } from './http/metrics.js';
 import { createFanout } from './http/fanout.js';
+import { requestLog } from './http/requestLog.js';
 import { createPipeline } from './http/pipeline.js';
 import { createRateBudget, type RateBudget } from './http/rateBudget.js';
 import { problemPage, sendProblem } from './http/problems.js';
@@ -46,7 +45,6 @@ export interface AppDeps {
   readonly redis?: Redis;
 }
 
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
 /** Builds the whole HTTP application without listening, so tests and main share it. */
 export async function createApp({ config, db, logger, redis }: AppDeps) {
   const metrics = createMetrics();
@@ -144,19 +142,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   // Resources set strong validators of their own; hashing every body for a weak one costs time.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: (req, res) => {
-        const incoming = req.headers['x-request-id'];
-        const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
-    }),
-  );
+  app.use(requestLog(logger));
   app.use(recordRequests(metrics));
   if (config.corsOrigins.length) {
     app.use(

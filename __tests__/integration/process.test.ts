@@ -11,7 +11,7 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   // METRICS_PORT: the default 9464 may be taken by anything else on the machine; tests never need a port free.
-  const env = { ...process.env, METRICS_PORT: '0', ...extra };
+  const env: NodeJS.ProcessEnv = { ...process.env, METRICS_PORT: '0', ...extra };
   // This test is about the process; the database behaviour is covered against both engines elsewhere.
   delete env.DATABASE_URL;
   delete env.REDIS_URL;

@@ -1,6 +1,9 @@
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { expressMiddleware } from '@as-integrations/express5';
@@ -21,24 +24,39 @@ import {
   refuseForeignOrigins,
   sendGraphqlError,
 } from './graphqlEnvelope.js';
+import { cacheControlHeader, createPolicyCache, policyIfCacheable, type CachePolicy } from './cachePolicy.js';
 import { withGraphiqlLink } from './graphiql.js';
 import { codeOf, isUnexpected } from './graphqlErrors.js';
+import { createJitExecutor } from './jitExecutor.js';
 import type { Metrics } from './metrics.js';
 import { sha256 } from './persistedDocuments.js';
 import { namedHash, type Pipeline } from './pipeline.js';
 import { rateLimitHeaders } from './rateBudget.js';
 
-function protocolPlugin(metrics: Metrics, pipeline: Pipeline): ApolloServerPlugin<Context> {
+function protocolPlugin(
+  metrics: Metrics,
+  pipeline: Pipeline,
+  policies: ReturnType<typeof createPolicyCache>,
+): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
       return {
+        // A document's cache policy is worked out once, when it is first validated, and kept with it.
+        async validationDidStart({ document }) {
+          return async (errors) => {
+            if (!errors?.length) policies.remember(document);
+          };
+        },
         // Cost and budget, before execution: the operation is known and its variables are at hand.
-        async didResolveOperation({ document, operation, request, contextValue, response }) {
+        async didResolveOperation({ document, operation, request, contextValue, response, overallCachePolicy }) {
           if (!operation) return;
           const admission = await pipeline.admit(document, operation, request.variables, contextValue);
           const headers = admission.charge ? rateLimitHeaders(admission.charge) : {};
           for (const [name, value] of Object.entries(headers)) response.http.headers.set(name.toLowerCase(), value);
-          if (admission.ok) return;
+          if (admission.ok) {
+            overallCachePolicy.restrict(policies.policyOf(document, operation, request.variables));
+            return;
+          }
           const status = admission.error.extensions.code === 'RATE_LIMITED' ? 429 : 400;
           throw new GraphQLError(admission.error.message, {
             extensions: {
@@ -55,6 +73,7 @@ function protocolPlugin(metrics: Metrics, pipeline: Pipeline): ApolloServerPlugi
           }
         },
         async willSendResponse({ response, request, contextValue, overallCachePolicy }) {
+          setCacheControl(response, overallCachePolicy);
           // A shared cache would hand one caller's budget to everyone who gets the stored copy.
           if (overallCachePolicy.policyIfCacheable()?.scope === 'PUBLIC') {
             response.http.headers.delete('ratelimit');
@@ -82,6 +101,32 @@ function protocolPlugin(metrics: Metrics, pipeline: Pipeline): ApolloServerPlugi
       };
     },
   };
+}
+
+/**
+ * `Cache-Control` as Apollo's cache-control plugin sets it, from the policy the document's hints gave: cacheable
+ * only for a single result without errors, `no-store` otherwise. A header already set is only ever tightened.
+ */
+function setCacheControl(
+  response: { http: { headers: Map<string, string> }; body?: { kind: string; singleResult?: { errors?: unknown } } },
+  overall: { maxAge?: number | undefined; scope?: CachePolicy['scope'] },
+) {
+  const existing = response.http.headers.get('cache-control');
+  const match = existing ? /^max-age=(\d+), (public|private)$/.exec(existing) : null;
+  if (existing && existing !== 'no-store' && !match) return;
+  const policy = { maxAge: overall.maxAge, scope: overall.scope };
+  if (match) {
+    const maxAge = Number(match[1]);
+    if (policy.maxAge === undefined || maxAge < policy.maxAge) policy.maxAge = maxAge;
+    if (match[2] === 'private') policy.scope = 'PRIVATE';
+    else if (policy.scope === undefined) policy.scope = 'PUBLIC';
+  }
+  const cacheable =
+    existing !== 'no-store' &&
+    policyIfCacheable(policy) &&
+    response.body?.kind === 'single' &&
+    !response.body.singleResult?.errors;
+  response.http.headers.set('cache-control', cacheable ? cacheControlHeader(policy) : 'no-store');
 }
 
 /** A browser opening /graphql gets the Sandbox page: nothing runs, so nothing can be forged (Apollo agrees). */
@@ -175,8 +220,11 @@ export async function createGraphqlRouter(deps: {
   trustedOrigins: ReadonlySet<string>;
 }): Promise<{ router: express.Router; stop(): Promise<void> }> {
   const { config, services, verifier, metrics, logger, session, pipeline } = deps;
+  const policies = createPolicyCache(deps.schema);
+  // Queries and mutations run as compiled code; Apollo parses, validates and admits them first, as always.
+  const jit = createJitExecutor(deps.schema);
   const apollo = new ApolloServer<Context>({
-    schema: deps.schema,
+    gateway: jit.gateway,
     // The pipeline's rules refuse introspection in production, on every transport alike.
     introspection: true,
     includeStacktraceInErrorResponses: false,
@@ -204,7 +252,9 @@ export async function createGraphqlRouter(deps: {
       sizeCalculation: (doc) => (doc.loc?.source.body.length ?? 0) + InMemoryLRUCache.sizeCalculation(doc),
     }),
     plugins: [
-      protocolPlugin(metrics, pipeline),
+      protocolPlugin(metrics, pipeline, policies),
+      // Its per-field hooks cost more than the execution they watch; the policy comes from the document instead.
+      ApolloServerPluginCacheControlDisabled(),
       config.isProduction
         ? ApolloServerPluginLandingPageDisabled()
         : withGraphiqlLink(ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true })),

@@ -76,13 +76,28 @@ function routeGroup(path: string): string {
 }
 
 export function recordRequests(metrics: Metrics) {
+  // Label children are bound once per label value and kept, so a request costs counter increments only,
+  // not label objects and their lookups (the label values are bounded: route groups, methods, statuses).
+  const durations = new Map<string, ReturnType<Metrics['httpDuration']['labels']>>();
+  const counts = new Map<string, ReturnType<Metrics['httpRequests']['labels']>>();
+  const durationOf = (route: string) => {
+    let child = durations.get(route);
+    if (!child) durations.set(route, (child = metrics.httpDuration.labels(route)));
+    return child;
+  };
+  const countOf = (route: string, method: string, status: number) => {
+    const key = `${route} ${method} ${status}`;
+    let child = counts.get(key);
+    if (!child) counts.set(key, (child = metrics.httpRequests.labels(route, method, String(status))));
+    return child;
+  };
   return (req: Request, res: Response, next: NextFunction) => {
     // originalUrl, because routers rewrite req.path to be relative to where they are mounted.
     const route = routeGroup(req.originalUrl.split('?')[0]!);
-    const end = metrics.httpDuration.startTimer({ route });
+    const started = process.hrtime.bigint();
     res.on('finish', () => {
-      end();
-      metrics.httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
+      durationOf(route).observe(Number(process.hrtime.bigint() - started) / 1e9);
+      countOf(route, req.method, res.statusCode).inc();
     });
     next();
   };

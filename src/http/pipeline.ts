@@ -118,6 +118,13 @@ export function createPipeline(deps: {
     return errors.length ? { errors } : { document };
   }
   const deprecations = createDeprecationMetric(metrics.registry);
+  /** One bound counter per operation type, so counting an operation allocates nothing. */
+  const operationCounters = new Map<string, ReturnType<Metrics['graphqlOperations']['labels']>>();
+  const operationCounter = (type: string) => {
+    let counter = operationCounters.get(type);
+    if (!counter) operationCounters.set(type, (counter = metrics.graphqlOperations.labels(type)));
+    return counter;
+  };
   const costs = new WeakMap<object, CostReport>();
   const clients = new WeakMap<object, string | undefined>();
 
@@ -185,7 +192,7 @@ export function createPipeline(deps: {
     const report = { complexity, requested, remaining: charge.remaining, resetSeconds: charge.resetSeconds };
     costs.set(context, report);
     if (charge.allowed) {
-      metrics.graphqlOperations.inc({ type: operation.operation });
+      operationCounter(operation.operation).inc();
       return { ok: true, charge, cost: report };
     }
     return {
