@@ -121,6 +121,7 @@ const EnvSchema = z.object({
   MAX_DIRECTIVES: z.coerce.number().int().min(0).max(1000).default(50),
   MAX_TOKENS: z.coerce.number().int().min(100).max(100_000).default(1000),
   MAX_QUERY_COST: z.coerce.number().int().min(1).default(10000),
+  MAX_SUBSCRIPTION_COST: z.coerce.number().int().min(1).default(500),
   MAX_MUTATIONS: z.coerce.number().int().min(1).max(1000).default(10),
   PERSISTED_DOCUMENTS: optionalString.pipe(
     z
@@ -230,6 +231,8 @@ export interface Config {
     readonly maxDirectives: number;
     readonly maxTokens: number;
     readonly maxCost: number;
+    /** A subscription runs again for every event it is sent, so its document gets a ceiling of its own. */
+    readonly maxSubscriptionCost: number;
     readonly maxMutations: number;
     /** A graphql-codegen persisted-documents manifest: when set, production runs only these documents. */
     readonly persistedDocuments?: string;
@@ -321,6 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
       maxDirectives: e.MAX_DIRECTIVES,
       maxTokens: e.MAX_TOKENS,
       maxCost: e.MAX_QUERY_COST,
+      maxSubscriptionCost: e.MAX_SUBSCRIPTION_COST,
       maxMutations: e.MAX_MUTATIONS,
       ...(e.PERSISTED_DOCUMENTS ? { persistedDocuments: e.PERSISTED_DOCUMENTS } : {}),
       apq: { maxBytes: e.APQ_MAX_BYTES, maxEntries: e.APQ_MAX_ENTRIES },

@@ -33,6 +33,42 @@ describe('GraphQL limits on every transport (development)', () => {
     return (res.body.data!.recentOrders as { id: string }[])[0]?.id;
   };
 
+  for (const transport of ['ws', 'sse'] as const) {
+    test(`${transport}: a subscription is held to MAX_SUBSCRIPTION_COST per event, since every event runs it again`, async () => {
+      const res = await send(
+        server.url,
+        transport,
+        { query: 'subscription { orderCreated { id customer { orders { id items { sku } } } } }' },
+        carol,
+      );
+      assert.equal(codeOf(res), 'QUERY_TOO_COMPLEX');
+      assert.deepEqual(res.body.errors![0]!.extensions!.cost, { complexity: 2022, maximum: 500 });
+      assert.equal(
+        res.body.errors![0]!.message,
+        'The subscription could send 2022 objects per event; at most 500 are allowed. Ask for smaller pages.',
+      );
+    });
+  }
+
+  test('a subscription sent over plain HTTP is a BAD_REQUEST that names the transports, not an internal error', async () => {
+    const query = 'subscription { orderCreated { id } }';
+    const json = await server.http.post('/graphql').set('accept', 'application/json').send({ query });
+    assert.equal(json.status, 200);
+    assert.deepEqual(json.body.data, undefined);
+    assert.equal(json.body.errors[0].extensions.code, 'BAD_REQUEST');
+    assert.match(
+      json.body.errors[0].message,
+      /over WebSocket .* at \/graphql and over server-sent events at \/graphql\/stream/,
+    );
+    const strict = await server.http
+      .post('/graphql')
+      .set('accept', 'application/graphql-response+json')
+      .set('authorization', `Bearer ${carol}`)
+      .send({ query });
+    assert.equal(strict.status, 400);
+    assert.equal(JSON.parse(strict.text).errors[0].extensions.code, 'BAD_REQUEST');
+  });
+
   for (const transport of TRANSPORTS) {
     test(`${transport}: the 143-byte fan-out query is refused with its cost, before it runs`, async () => {
       const res = await send(server.url, transport, { query: FAN_OUT }, carol);

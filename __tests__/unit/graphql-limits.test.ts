@@ -29,6 +29,11 @@ describe('static cost of an operation', () => {
     assert.equal(costOf('{ recentOrders(first: 5000) { customer { id } } }'), 200);
   });
 
+  test('a list with no first (an order holds up to 100 lines) counts at that bound, not at the default page', () => {
+    assert.equal(costOf('{ recentOrders(first: 2) { items { sku } } }'), 202);
+    assert.equal(costOf('{ recentOrders(first: 100) { items { product { sku } } } }'), 20_100);
+  });
+
   test('a mutation field costs 10 plus what it returns', () => {
     assert.equal(costOf('mutation { cancelOrder(id: "x") { id customer { id } } }'), 11);
   });
@@ -78,17 +83,23 @@ describe('limit settings', () => {
       maxDirectives: 50,
       maxTokens: 1000,
       maxCost: 10_000,
+      maxSubscriptionCost: 500,
       maxMutations: 10,
       apq: { maxBytes: 8192, maxEntries: 2000 },
     });
     try {
-      loadConfig({ MAX_QUERY_DEPTH: '0', MAX_TOKENS: 'many', PERSISTED_DOCUMENTS: '/nonexistent/manifest.json' });
+      loadConfig({
+        MAX_QUERY_DEPTH: '0',
+        MAX_TOKENS: 'many',
+        MAX_SUBSCRIPTION_COST: '0',
+        PERSISTED_DOCUMENTS: '/nonexistent/manifest.json',
+      });
       assert.fail('expected a ConfigError');
     } catch (error) {
       assert.ok(error instanceof ConfigError);
       assert.deepEqual(
         error.problems.map((p) => p.split(':')[0]),
-        ['MAX_QUERY_DEPTH', 'MAX_TOKENS', 'PERSISTED_DOCUMENTS'],
+        ['MAX_QUERY_DEPTH', 'MAX_TOKENS', 'MAX_SUBSCRIPTION_COST', 'PERSISTED_DOCUMENTS'],
       );
     }
   });

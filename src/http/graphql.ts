@@ -50,6 +50,13 @@ function protocolPlugin(
         // Cost and budget, before execution: the operation is known and its variables are at hand.
         async didResolveOperation({ document, operation, request, contextValue, response, overallCachePolicy }) {
           if (!operation) return;
+          // Executed over plain HTTP, a subscription's resolvers would run once with no event: an internal error.
+          if (operation.operation === 'subscription') {
+            throw new GraphQLError(
+              'Subscriptions are served over WebSocket (graphql-transport-ws) at /graphql and over server-sent events at /graphql/stream, not over plain HTTP.',
+              { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
+            );
+          }
           const admission = await pipeline.admit(document, operation, request.variables, contextValue);
           const headers = admission.charge ? rateLimitHeaders(admission.charge) : {};
           for (const [name, value] of Object.entries(headers)) response.http.headers.set(name.toLowerCase(), value);

@@ -176,14 +176,16 @@ export function createPipeline(deps: {
   ): Promise<Admission> {
     deprecations.record(schema, document, context.principal);
     const complexity = operationCost(schema, document, operation, isRecord(variables) ? variables : {});
-    if (complexity > limits.maxCost) {
+    // A subscription is charged once but executed for every event it receives, for as long as it stays open.
+    const maximum = operation.operation === 'subscription' ? limits.maxSubscriptionCost : limits.maxCost;
+    if (complexity > maximum) {
       metrics.refusals.inc({ reason: 'query_cost' });
       return {
         ok: false,
         error: clientError(
-          `The operation could return ${complexity} objects; at most ${limits.maxCost} are allowed. Ask for smaller pages.`,
+          `The ${operation.operation === 'subscription' ? 'subscription could send' : 'operation could return'} ${complexity} objects${operation.operation === 'subscription' ? ' per event' : ''}; at most ${maximum} are allowed. Ask for smaller pages.`,
           'QUERY_TOO_COMPLEX',
-          { cost: { complexity, maximum: limits.maxCost } },
+          { cost: { complexity, maximum } },
         ),
       };
     }
