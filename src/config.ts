@@ -121,7 +121,7 @@ const EnvSchema = z.object({
   MAX_DIRECTIVES: z.coerce.number().int().min(0).max(1000).default(50),
   MAX_TOKENS: z.coerce.number().int().min(100).max(100_000).default(1000),
   MAX_QUERY_COST: z.coerce.number().int().min(1).default(10000),
-  MAX_SUBSCRIPTION_COST: z.coerce.number().int().min(1).default(500),
+  MAX_SUBSCRIPTION_COST: z.coerce.number().int().min(1).default(200),
   MAX_MUTATIONS: z.coerce.number().int().min(1).max(1000).default(10),
   PERSISTED_DOCUMENTS: optionalString.pipe(
     z

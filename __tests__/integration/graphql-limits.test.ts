@@ -42,10 +42,10 @@ describe('GraphQL limits on every transport (development)', () => {
         carol,
       );
       assert.equal(codeOf(res), 'QUERY_TOO_COMPLEX');
-      assert.deepEqual(res.body.errors![0]!.extensions!.cost, { complexity: 2022, maximum: 500 });
+      assert.deepEqual(res.body.errors![0]!.extensions!.cost, { complexity: 422, maximum: 200 });
       assert.equal(
         res.body.errors![0]!.message,
-        'The subscription could send 2022 objects per event; at most 500 are allowed. Ask for smaller pages.',
+        'The subscription could send 422 objects per event; at most 200 are allowed. Ask for smaller pages.',
       );
     });
   }

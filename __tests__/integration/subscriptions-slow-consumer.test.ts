@@ -51,8 +51,13 @@ describe('a slow subscriber over a real socket', () => {
   let server: TestServer;
   let users: { alice: string; bob: string; carol: string };
   beforeAll(async () => {
-    // The document is within the cost limit, but has more aliases and tokens than the defaults allow.
-    server = await startTestServer({ MAX_ALIASES: String(ALIASES), MAX_TOKENS: '5000' });
+    // The document is within the query cost limit, but has more aliases and tokens than the defaults allow, and costs
+    // more per event than a subscription may by default.
+    server = await startTestServer({
+      MAX_ALIASES: String(ALIASES),
+      MAX_TOKENS: '5000',
+      MAX_SUBSCRIPTION_COST: '10000',
+    });
     users = await server.users();
   });
   afterAll(() => server.close());

@@ -18,11 +18,7 @@ import {
 
 /** A page that names no size is taken at the schema's default, else this (GitHub and Shopify do the same). */
 export const DEFAULT_PAGE = 20;
-/**
- * A list with no `first` to bound it (an order's items, the catalogue) is taken at its largest: an order holds up to
- * 100 lines, and counting it at 20 let a document under the limit return five times what it was charged for.
- */
-export const UNBOUNDED_LIST = 100;
+
 /** Every list field caps `first` at this, so the estimate never needs more. */
 export const MAX_PAGE = 100;
 /** A write costs more than a read of the object it returns. */
@@ -51,7 +47,7 @@ export function operationCost(
 
   function pageSize(field: GraphQLField<unknown, unknown>, node: FieldNode): number {
     const arg = field.args.find((a) => a.name === 'first');
-    if (!arg) return UNBOUNDED_LIST;
+    if (!arg) return DEFAULT_PAGE;
     const given = node.arguments?.find((a) => a.name.value === 'first');
     let value: unknown = arg.defaultValue ?? DEFAULT_PAGE;
     if (given) {
