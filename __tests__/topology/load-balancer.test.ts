@@ -186,51 +186,57 @@ describe('two replicas behind nginx (deploy/nginx.conf)', () => {
         .set('accept', 'application/graphql-response+json');
       return { name: 'GET /graphql', status: res.status, body: res.status === 200 ? undefined : res.body };
     };
-    // Every stream is known live, and has an event id to resume from, before anything restarts.
-    const load = startLoad({ rate: RATE, maxRequests: RATE * (LOAD_SECONDS + 60), send });
-    const started = Date.now();
     try {
-      await Promise.all(streams.map((s) => s.until((ids) => ids.length > 0)));
+      // Every stream is known live, and has an event id to resume from, before anything restarts.
+      const load = startLoad({ rate: RATE, maxRequests: RATE * (LOAD_SECONDS + 60), send });
+      const started = Date.now();
+      try {
+        await Promise.all(streams.map((s) => s.until((ids) => ids.length > 0)));
 
-      for (const i of [0, 1] as const) {
-        const exit = await replicas[i]!.stop('SIGTERM');
-        assert.equal(exit, 0, `replica ${i + 1} drained and exited cleanly`);
-        replicas[i] = await startApp(i);
+        for (const i of [0, 1] as const) {
+          const exit = await replicas[i]!.stop('SIGTERM');
+          assert.equal(exit, 0, `replica ${i + 1} drained and exited cleanly`);
+          replicas[i] = await startApp(i);
+          // As an orchestrator waits for a new replica to take traffic before it stops the next one: nginx has no
+          // active health checks, so a replica it saw refusing stays out of rotation for fail_timeout after it is back.
+          await replicas[i]!.waitForLog((e) => e.msg === 'request completed');
+        }
+        const left = LOAD_SECONDS * 1000 - (Date.now() - started);
+        if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
+      } finally {
+        load.stop();
       }
-      const left = LOAD_SECONDS * 1000 - (Date.now() - started);
-      if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
-    } finally {
-      load.stop();
-    }
-    const outcomes = await load.done();
+      const outcomes = await load.done();
 
-    const seconds = (outcomes.at(-1)!.sentAt - outcomes[0]!.sentAt) / 1000;
-    assert.ok(seconds >= LOAD_SECONDS - 1, `the load ran ${seconds} s`);
-    assert.ok(outcomes.length / seconds >= 50, `${outcomes.length} requests in ${seconds} s`);
-    const failed = outcomes.filter((o) => typeof o.status !== 'number' || o.status >= 300);
-    assert.deepEqual(
-      failed.map((o) => `${o.name} → ${o.status} ${o.error ?? JSON.stringify(o.body)}`),
-      [],
-      await nginx.errorLog(),
-    );
-    assert.equal(created.length, keys.length, 'every keyed POST got its 201');
+      const seconds = (outcomes.at(-1)!.sentAt - outcomes[0]!.sentAt) / 1000;
+      assert.ok(seconds >= LOAD_SECONDS - 1, `the load ran ${seconds} s`);
+      assert.ok(outcomes.length / seconds >= 50, `${outcomes.length} requests in ${seconds} s`);
+      const failed = outcomes.filter((o) => typeof o.status !== 'number' || o.status >= 300);
+      assert.deepEqual(
+        failed.map((o) => `${o.name} → ${o.status} ${o.error ?? JSON.stringify(o.body)}`),
+        [],
+        await nginx.errorLog(),
+      );
+      assert.equal(created.length, keys.length, 'every keyed POST got its 201');
 
-    // Exactly one order per key, and no order the client was not told about.
-    const stored = await db.query<{ key: string; order_id: string }>(
-      'select key, order_id from idempotency_keys where key = any($1)',
-      [keys],
-    );
-    assert.deepEqual(new Map(stored.rows.map((r) => [r.key, r.order_id])), new Map(created.map((c) => [c.key, c.id])));
-    const { rows } = await db.query<{ n: number }>(
-      `select count(*)::int as n from orders o join customers c on c.id = o.customer_id
-        where c.subject = 'alice' and o.created_at >= $1`,
-      [since],
-    );
-    assert.equal(rows[0]!.n, created.length, 'no duplicate orders');
+      // Exactly one order per key, and no order the client was not told about.
+      const stored = await db.query<{ key: string; order_id: string }>(
+        'select key, order_id from idempotency_keys where key = any($1)',
+        [keys],
+      );
+      assert.deepEqual(
+        new Map(stored.rows.map((r) => [r.key, r.order_id])),
+        new Map(created.map((c) => [c.key, c.id])),
+      );
+      const { rows } = await db.query<{ n: number }>(
+        `select count(*)::int as n from orders o join customers c on c.id = o.customer_id
+          where c.subject = 'alice' and o.created_at >= $1`,
+        [since],
+      );
+      assert.equal(rows[0]!.n, created.length, 'no duplicate orders');
 
-    // Each SSE stream was cut by a restart at least once, resumed with Last-Event-ID, and has every order once.
-    const ids = new Set(created.map((c) => c.id));
-    try {
+      // Each SSE stream was cut by a restart at least once, resumed with Last-Event-ID, and has every order once.
+      const ids = new Set(created.map((c) => c.id));
       await Promise.all(streams.map((s) => s.until((got) => [...ids].every((id) => got.includes(id)))));
       for (const [i, s] of streams.entries()) {
         assert.ok(s.reconnects.length >= 1, `stream ${i} was never cut`);
@@ -245,6 +251,7 @@ describe('two replicas behind nginx (deploy/nginx.conf)', () => {
         assert.equal(new Set(mine).size, mine.length, `stream ${i} received an order twice`);
       }
     } finally {
+      // Closed whatever happened above: a stream left reconnecting would keep Jest from exiting.
       await Promise.all(streams.map((s) => s.close()));
     }
   }, 180_000);
