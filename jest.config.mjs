@@ -16,5 +16,7 @@ export default {
   globalTeardown: '<rootDir>/__tests__/helpers/globalTeardown.mjs',
   // Generous: only a hung test should ever reach it, also on a loaded machine.
   testTimeout: 120_000,
-  maxWorkers: 2,
+  // Files spend much of their time waiting (sockets, child processes, the browser): on 2 cores, 4 at once keeps both
+  // busy. Measured: PGlite 151 s → 101 s, PostgreSQL + Redis 76 s → 61 s.
+  maxWorkers: 4,
 };
