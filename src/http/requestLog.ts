@@ -15,12 +15,14 @@ declare module 'node:http' {
 /** Request ids a caller may choose: short, and nothing a log line or header could be tricked by. */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
-/** What a request log line says about the request; the logger's redaction covers url, query and credentials. */
+/**
+ * What a request log line says about the request: short, and no headers at all, so none can carry a credential or
+ * a cookie into the log (the logger's redaction still covers the url's query and credentials).
+ */
 const describe = (req: IncomingMessage) => ({
   id: req.id,
   method: req.method,
   url: req.url,
-  headers: req.headers,
   remoteAddress: req.socket?.remoteAddress,
 });
 
@@ -52,7 +54,7 @@ export function requestLog(logger: Logger) {
       logger[level](
         {
           req: { ...describe(req), url: req.originalUrl },
-          res: { statusCode: res.statusCode, headers: res.getHeaders() },
+          res: { statusCode: res.statusCode },
           responseTime: Math.round(performance.now() - started),
         },
         aborted ? 'request aborted' : error ? 'request errored' : 'request completed',
