@@ -24,16 +24,16 @@ function hiddenCsrf(html: string): string | undefined {
   return /<input type="hidden" name="csrf" value="([\w-]+)">/.exec(html)?.[1];
 }
 
+// One server for the file: every test signs in with a browser (cookie jar) of its own.
+let server: TestServer;
+let base: string;
+beforeAll(async () => {
+  server = await startTestServer();
+  base = server.running.publicUrl;
+});
+afterAll(() => server?.close());
+
 describe('the home page and signing out', () => {
-  let server: TestServer;
-  let base: string;
-
-  beforeAll(async () => {
-    server = await startTestServer();
-    base = server.running.publicUrl;
-  });
-  afterAll(() => server?.close());
-
   test('API clients get the entry points as JSON; a browser signed out gets a page offering to sign in', async () => {
     for (const accept of ['application/json', '*/*', 'application/json, text/html']) {
       const res = await server.http.get('/').set('accept', accept);
@@ -143,15 +143,6 @@ describe('the home page and signing out', () => {
 });
 
 describe("the IdP's end-session prompt", () => {
-  let server: TestServer;
-  let base: string;
-
-  beforeAll(async () => {
-    server = await startTestServer();
-    base = server.running.publicUrl;
-  });
-  afterAll(() => server?.close());
-
   test("is skipped only for an ID token of the browser's own IdP session, and then the IdP session is over", async () => {
     const alice = await signedIn(server, 'alice');
     const toIdp = location(await signOut(alice, base));

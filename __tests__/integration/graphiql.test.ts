@@ -10,6 +10,19 @@ const CHROMIUM = '/usr/bin/chromium';
 const NO_CHROMIUM = `Chromium is missing (${CHROMIUM}): install Debian's package with \`apt-get install chromium\`, then run the tests again.`;
 const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1']);
 
+/** A browser context with the network closed: requests off this machine are aborted and listed in `outside`. */
+async function offlineContext(browser: Browser) {
+  const context = await browser.newContext();
+  const outside: string[] = [];
+  await context.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    if (LOCAL_HOSTS.has(url.hostname)) return route.continue();
+    outside.push(url.href);
+    return route.abort('internetdisconnected');
+  });
+  return { context, outside };
+}
+
 interface OrdersResult {
   data: {
     viewer: { id: string; subject: string };
@@ -94,14 +107,7 @@ describe('GraphiQL at /graphiql', () => {
       const screenshots = artifactDir('graphiql');
       // The browser uses the public URL: the session cookie belongs to its host.
       const base = server.running.publicUrl;
-      const context = await browser.newContext();
-      const outside: string[] = [];
-      await context.route('**/*', (route) => {
-        const url = new URL(route.request().url());
-        if (LOCAL_HOSTS.has(url.hostname)) return route.continue();
-        outside.push(url.href);
-        return route.abort('internetdisconnected');
-      });
+      const { context, outside } = await offlineContext(browser);
       // Every Content-Security-Policy violation on any page, kept where the test can read it (no DOM types here).
       await context.addInitScript(`
         window.cspViolations = [];
@@ -165,14 +171,7 @@ describe('GraphiQL at /graphiql', () => {
     test('without a session, a token pasted into the headers editor authenticates the query', async () => {
       const base = server.running.publicUrl;
       const token = await server.token('bob');
-      const context = await browser.newContext();
-      const outside: string[] = [];
-      await context.route('**/*', (route) => {
-        const url = new URL(route.request().url());
-        if (LOCAL_HOSTS.has(url.hostname)) return route.continue();
-        outside.push(url.href);
-        return route.abort('internetdisconnected');
-      });
+      const { context, outside } = await offlineContext(browser);
       const page = await context.newPage();
       await page.goto(`${base}/graphiql`);
       await page.getByRole('button', { name: /Execute query/ }).waitFor();
