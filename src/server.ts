@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, maxHeaderSize, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -152,7 +152,7 @@ export async function startServer(
 
 /**
  * A request Node's parser gave up on never reaches Express: without this, Node answers with a bare status line.
- * Headers over the 16 KB limit get 431 and anything else unreadable 400, as problem details like every other
+ * Headers over Node's limit (16 KB unless --max-http-header-size says otherwise) get 431 and anything else unreadable 400, as problem details like every other
  * error; a request that timed out keeps Node's plain 408, and a socket already gone gets nothing.
  */
 function answerUnreadableRequest(error: Error & { code?: string }, socket: Duplex): void {
@@ -168,7 +168,7 @@ function answerUnreadableRequest(error: Error & { code?: string }, socket: Duple
   const code = tooLarge ? 'HEADERS_TOO_LARGE' : 'MALFORMED_REQUEST';
   const { status, title } = PROBLEM_TYPES[code];
   const detail = tooLarge
-    ? 'The request line and headers exceed 16 KB.'
+    ? `The request line and headers exceed ${maxHeaderSize / 1024} KB.`
     : 'The request could not be parsed as HTTP/1.1.';
   const body = JSON.stringify(problemBody(code, detail, '/'));
   socket.end(

@@ -177,16 +177,18 @@ export function createPipeline(deps: {
     deprecations.record(schema, document, context.principal);
     const complexity = operationCost(schema, document, operation, isRecord(variables) ? variables : {});
     // A subscription is charged once but executed for every event it receives, for as long as it stays open.
-    const maximum = operation.operation === 'subscription' ? limits.maxSubscriptionCost : limits.maxCost;
+    const perEvent = operation.operation === 'subscription';
+    const maximum = perEvent ? limits.maxSubscriptionCost : limits.maxCost;
     if (complexity > maximum) {
       metrics.refusals.inc({ reason: 'query_cost' });
+      const asks = perEvent
+        ? `subscription could send ${complexity} objects per event`
+        : `operation could return ${complexity} objects`;
       return {
         ok: false,
-        error: clientError(
-          `The ${operation.operation === 'subscription' ? 'subscription could send' : 'operation could return'} ${complexity} objects${operation.operation === 'subscription' ? ' per event' : ''}; at most ${maximum} are allowed. Ask for smaller pages.`,
-          'QUERY_TOO_COMPLEX',
-          { cost: { complexity, maximum } },
-        ),
+        error: clientError(`The ${asks}; at most ${maximum} are allowed. Ask for smaller pages.`, 'QUERY_TOO_COMPLEX', {
+          cost: { complexity, maximum },
+        }),
       };
     }
     const requested = pointsFor(complexity);
