@@ -95,7 +95,11 @@ class RedisApqStore implements KeyValueCache<string> {
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly bounds: ApqBounds,
-  ) {}
+  ) {
+    // As the rate windows do: ioredis sends the script by its SHA and loads it once on NOSCRIPT.
+    if (!(redis as unknown as { ordersApqRegister?: unknown }).ordersApqRegister)
+      redis.defineCommand('ordersApqRegister', { numberOfKeys: 2, lua: REGISTER });
+  }
 
   async get(key: string) {
     return (await this.redis.get(this.prefix + key)) ?? undefined;
@@ -110,9 +114,8 @@ class RedisApqStore implements KeyValueCache<string> {
   async set(key: string, value: string, options?: KeyValueCacheSetOptions) {
     if (Buffer.byteLength(value) > this.bounds.maxBytes || this.bounds.maxEntries === 0) return;
     const ttl = Math.ceil(options?.ttl ?? 86_400);
-    await this.redis.eval(
-      REGISTER,
-      2,
+    const commands = this.redis as unknown as { ordersApqRegister: (...args: (string | number)[]) => Promise<number> };
+    await commands.ordersApqRegister(
       this.prefix + key,
       `${this.prefix}index`,
       value,
