@@ -47,18 +47,19 @@ export async function startServer(
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
   let draining = false;
   const inFlight = new Set<ServerResponse>();
-  const server = createServer((req, res) => {
+  // Node's own Host check answers a bare `400` with no body; the request handler answers it as problem details.
+  const server = createServer({ requireHostHeader: false }, (req, res) => {
     // While draining, each response ends its connection so no idle keep-alive socket holds up the exit.
     if (draining) res.shouldKeepAlive = false;
     inFlight.add(res);
     res.on('close', () => inFlight.delete(res));
+    // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without exactly one Host.
+    if (req.httpVersion === '1.1' && req.headers.host === undefined) {
+      res.shouldKeepAlive = false;
+      return sendEarlyProblem(req, res, 'MALFORMED_REQUEST', 'An HTTP/1.1 request must carry a Host header.');
+    }
     if (handler) return handler(req, res);
-    res.writeHead(PROBLEM_TYPES.SERVICE_UNAVAILABLE.status, {
-      'Content-Type': 'application/problem+json',
-      'Retry-After': String(RETRY_AFTER_SECONDS),
-      'X-Content-Type-Options': 'nosniff',
-    });
-    res.end(JSON.stringify(problemBody('SERVICE_UNAVAILABLE', 'Starting up.', req.url ?? '/')));
+    sendEarlyProblem(req, res, 'SERVICE_UNAVAILABLE', 'Starting up.', { 'Retry-After': String(RETRY_AFTER_SECONDS) });
   });
   server.on('clientError', answerUnreadableRequest);
   // Node counts a connection that has not sent a byte yet (a client's or a browser's preconnect) as busy, so
@@ -103,6 +104,10 @@ export async function startServer(
   }
   handler = app.app;
   server.on('upgrade', (req, socket, head) => {
+    if (req.headers.host === undefined) {
+      socket.end(rawProblem('MALFORMED_REQUEST', 'An HTTP/1.1 request must carry a Host header.', req.url ?? '/'));
+      return;
+    }
     const path = (req.url ?? '').split('?')[0];
     if (path === '/graphql' && !draining) return app.websockets.handleUpgrade(req, socket, head);
     socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
@@ -150,12 +155,37 @@ export async function startServer(
   };
 }
 
+/** Problem details written before (or without) the Express app: starting up, or no Host. */
+function sendEarlyProblem(
+  req: IncomingMessage,
+  res: ServerResponse,
+  code: 'SERVICE_UNAVAILABLE' | 'MALFORMED_REQUEST',
+  detail: string,
+  headers: Record<string, string> = {},
+) {
+  const body = JSON.stringify(problemBody(code, detail, req.url ?? '/'));
+  res.writeHead(PROBLEM_TYPES[code].status, PROBLEM_TYPES[code].title, {
+    'Content-Type': 'application/problem+json',
+    'Content-Length': Buffer.byteLength(body),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    ...headers,
+  });
+  res.end(body);
+}
+
+/** The request target of the packet Node's parser failed on, when it starts with one (`GET /path HTTP/1.1`). */
+function requestTarget(error: { rawPacket?: unknown }): string {
+  const packet = Buffer.isBuffer(error.rawPacket) ? error.rawPacket.subarray(0, 4096).toString('latin1') : '';
+  return /^[A-Z]{1,20} (\/[\x21-\x7e]*) HTTP\/1\.[01]\r\n/.exec(packet)?.[1] ?? '/';
+}
+
 /**
  * A request Node's parser gave up on never reaches Express: without this, Node answers with a bare status line.
  * Headers over Node's limit (16 KB unless --max-http-header-size says otherwise) get 431 and anything else unreadable 400, as problem details like every other
  * error; a request that timed out keeps Node's plain 408, and a socket already gone gets nothing.
  */
-function answerUnreadableRequest(error: Error & { code?: string }, socket: Duplex): void {
+function answerUnreadableRequest(error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
@@ -166,21 +196,24 @@ function answerUnreadableRequest(error: Error & { code?: string }, socket: Duple
   }
   const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
   const code = tooLarge ? 'HEADERS_TOO_LARGE' : 'MALFORMED_REQUEST';
-  const { status, title } = PROBLEM_TYPES[code];
   const detail = tooLarge
     ? `The request line and headers exceed ${maxHeaderSize / 1024} KB.`
     : 'The request could not be parsed as HTTP/1.1.';
-  const body = JSON.stringify(problemBody(code, detail, '/'));
-  socket.end(
-    [
-      `HTTP/1.1 ${status} ${title}`,
-      'Content-Type: application/problem+json',
-      `Content-Length: ${Buffer.byteLength(body)}`,
-      'Cache-Control: no-store',
-      'X-Content-Type-Options: nosniff',
-      'Connection: close',
-      '',
-      body,
-    ].join('\r\n'),
-  );
+  socket.end(rawProblem(code, detail, requestTarget(error)));
+}
+
+/** A whole HTTP/1.1 problem-details response as text, for a socket no ServerResponse owns; it closes. */
+function rawProblem(code: 'HEADERS_TOO_LARGE' | 'MALFORMED_REQUEST', detail: string, instance: string): string {
+  const { status, title } = PROBLEM_TYPES[code];
+  const body = JSON.stringify(problemBody(code, detail, instance));
+  return [
+    `HTTP/1.1 ${status} ${title}`,
+    'Content-Type: application/problem+json',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Cache-Control: no-store',
+    'X-Content-Type-Options: nosniff',
+    'Connection: close',
+    '',
+    body,
+  ].join('\r\n');
 }

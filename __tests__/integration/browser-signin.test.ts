@@ -62,6 +62,12 @@ describe('browser sign-in in headless Chromium', () => {
     page.on('response', (res) => {
       if (new URL(res.url()).pathname === '/idp/session/end') endSessionPages.push(res.url());
     });
+    // The pages' Content-Security-Policy allows their own inline style by hash: any violation is a defect.
+    const violations: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+    });
+    const styled = () => page.evaluate('getComputedStyle(document.body).backgroundColor');
 
     // The default bind address is not PUBLIC_URL's host: /auth/login moves there before anything else.
     const direct = new URL(server.url);
@@ -71,6 +77,7 @@ describe('browser sign-in in headless Chromium', () => {
     assert.equal(new URL(page.url()).origin, base);
     assert.match(new URL(page.url()).pathname, /^\/idp\/interaction\/[\w-]+$/);
     await assert.doesNotReject(page.getByRole('heading', { name: 'Sign in' }).waitFor());
+    assert.equal(await styled(), 'rgb(244, 244, 245)', 'the sign-in page has its style');
     await page.screenshot({ path: path.join(screenshots, '1-signin.png'), fullPage: true });
 
     await page.getByLabel('Username').fill('alice');
@@ -78,6 +85,7 @@ describe('browser sign-in in headless Chromium', () => {
     await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Sign in' }).click()]);
     assert.equal(await page.getByTestId('user').innerText(), 'Alice Adams (alice)');
     assert.equal(await page.getByTestId('role').innerText(), 'customer');
+    assert.equal(await styled(), 'rgb(244, 244, 245)', 'the home page has its style');
     assert.equal(await page.getByTestId('scopes').innerText(), 'orders:read orders:write');
     assert.equal(await page.getByRole('link', { name: 'Apollo Sandbox' }).getAttribute('href'), '/graphql');
     assert.equal(await page.getByRole('link', { name: 'GraphiQL' }).getAttribute('href'), '/graphiql');
@@ -130,6 +138,7 @@ describe('browser sign-in in headless Chromium', () => {
     await assert.doesNotReject(page.getByLabel('Password').waitFor());
     assert.match(new URL(page.url()).pathname, /^\/idp\/interaction\/[\w-]+$/);
     await page.screenshot({ path: path.join(screenshots, '4-signin-again.png'), fullPage: true });
+    assert.deepEqual(violations, []);
     await context.close();
   });
 });

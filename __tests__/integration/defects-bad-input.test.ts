@@ -214,6 +214,50 @@ describe('hostile input to REST answers 4xx problem details, never 500', () => {
     assertProblem(res, 422, 'invalid-input');
   });
 
+  for (const [method, type] of [
+    ['POST', 'application/json'],
+    ['PATCH', 'application/merge-patch+json'],
+    ['PATCH', 'application/json'],
+    ['PUT', 'application/json'],
+  ] as const) {
+    test(`${method} with an empty ${type} body is 400 malformed-request, not read as {}`, async () => {
+      const path = method === 'POST' ? '/v1/orders' : `/v1/orders/${orderId}`;
+      const agent = request(server.url);
+      const start = method === 'POST' ? agent.post(path) : method === 'PATCH' ? agent.patch(path) : agent.put(path);
+      const req = start
+        .set('authorization', `Bearer ${alice}`)
+        .set('idempotency-key', randomUUID())
+        .set('if-match', '*')
+        .set('content-type', type);
+      const body = assertProblem(await sendRaw(req, Buffer.alloc(0)), 400, 'malformed-request');
+      assert.equal(body.detail, 'The body is not valid JSON.');
+    });
+  }
+
+  for (const charset of ['utf-16', 'UTF-16LE', 'utf-32', 'utf8', 'latin1', 'iso-8859-1', 'us-ascii']) {
+    test(`a JSON body declared as charset=${charset} is 415 unsupported-media-type, whatever its bytes`, async () => {
+      const req = request(server.url)
+        .post('/v1/orders')
+        .set('authorization', `Bearer ${alice}`)
+        .set('idempotency-key', randomUUID())
+        .set('content-type', `application/json; charset=${charset}`);
+      const body = assertProblem(await sendRaw(req, Buffer.from(ORDER)), 415, 'unsupported-media-type');
+      assert.equal(body.detail, 'Send the body as UTF-8 JSON, without content encoding or as gzip, deflate or br.');
+    });
+  }
+
+  for (const charset of ['utf-8', 'UTF-8', '"utf-8"']) {
+    test(`a JSON body declared as charset=${charset} is read`, async () => {
+      const req = request(server.url)
+        .post('/v1/orders')
+        .set('authorization', `Bearer ${alice}`)
+        .set('idempotency-key', randomUUID())
+        .set('content-type', `application/json; charset=${charset}`);
+      const res = await sendRaw(req, Buffer.from(ORDER));
+      assert.equal(res.status, 201, res.text);
+    });
+  }
+
   for (const limit of ['0x10', '1e2', '1.5', ' 5', '']) {
     test(`limit=${JSON.stringify(limit)} is 400 malformed-request`, async () => {
       const res = await request(server.url).get('/v1/orders').query({ limit }).set('authorization', `Bearer ${alice}`);
@@ -242,6 +286,35 @@ describe('a body GraphQL cannot read is a GraphQL 400, not a 500', () => {
         assert.match(res.headers['content-type'] ?? '', /^application\/json/);
         const body = JSON.parse(res.text) as { errors: { extensions: { code: string } }[] };
         assert.equal(body.errors[0]!.extensions.code, 'BAD_REQUEST');
+      });
+    }
+  }
+
+  for (const path of ['/graphql', '/graphql/stream']) {
+    test(`POST ${path} with an empty JSON body is 400 BAD_REQUEST naming the body`, async () => {
+      const req = request(server.url)
+        .post(path)
+        .set('content-type', 'application/json')
+        .set('accept', path.endsWith('stream') ? 'text/event-stream' : 'application/json');
+      const res = await sendRaw(req, Buffer.alloc(0));
+      assert.equal(res.status, 400, res.text);
+      const body = JSON.parse(res.text) as { errors: { message: string; extensions: { code: string } }[] };
+      assert.deepEqual(
+        body.errors.map((e) => [e.message, e.extensions.code]),
+        [[path === '/graphql' ? 'The request body is not valid JSON.' : 'The body is not valid JSON.', 'BAD_REQUEST']],
+      );
+    });
+
+    for (const charset of ['utf-16', 'latin1']) {
+      test(`POST ${path} declared as charset=${charset} is 415 UNSUPPORTED_MEDIA_TYPE`, async () => {
+        const req = request(server.url)
+          .post(path)
+          .set('content-type', `application/json; charset=${charset}`)
+          .set('accept', path.endsWith('stream') ? 'text/event-stream' : 'application/json');
+        const res = await sendRaw(req, Buffer.from('{"query":"{ products { sku } }"}'));
+        assert.equal(res.status, 415, res.text);
+        const body = JSON.parse(res.text) as { errors: { extensions: { code: string } }[] };
+        assert.equal(body.errors[0]!.extensions.code, 'UNSUPPORTED_MEDIA_TYPE');
       });
     }
   }
@@ -283,9 +356,37 @@ describe('a body GraphQL cannot read is a GraphQL 400, not a 500', () => {
       title: 'Request headers too large',
       status: 431,
       detail: 'The request line and headers exceed 16 KB.',
-      instance: '/',
+      instance: '/v1/orders',
       code: 'HEADERS_TOO_LARGE',
     });
+  });
+
+  test('an HTTP/1.1 request without Host is 400 problem details (RFC 9112 §3.2), also as a WebSocket upgrade', async () => {
+    for (const head of [
+      'GET /v1/orders HTTP/1.1\r\n\r\n',
+      'GET /graphql HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n' +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n',
+    ]) {
+      const res = await rawExchange(head);
+      assert.equal(res.statusLine, 'HTTP/1.1 400 Malformed request', head);
+      assert.match(res.headers, /^content-type: application\/problem\+json$/m);
+      assert.match(res.headers, /^connection: close$/m);
+      const body = JSON.parse(res.body) as Problem;
+      assert.deepEqual(
+        [body.code, body.detail, body.instance],
+        [
+          'MALFORMED_REQUEST',
+          'An HTTP/1.1 request must carry a Host header.',
+          head.startsWith('GET /graphql') ? '/graphql' : '/v1/orders',
+        ],
+      );
+    }
+  });
+
+  test('an HTTP/1.0 request without Host is served', async () => {
+    const res = await rawExchange('GET /healthz HTTP/1.0\r\n\r\n');
+    assert.equal(res.statusLine, 'HTTP/1.1 200 OK');
+    assert.deepEqual(JSON.parse(res.body), { status: 'ok' });
   });
 
   test('a request that is not HTTP/1.1 at all is 400 malformed-request problem details', async () => {

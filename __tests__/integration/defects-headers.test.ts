@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
@@ -68,6 +69,27 @@ describe('security headers on every response, framing refused for every page', (
     const { response } = await signIn(new WebClient(), base, 'alice');
     assert.equal(response.status, 303);
     assert.equal(response.headers.get('location'), '/');
+  });
+
+  test("the home page and the IdP's sign-in page allow no script, only their own inline style by its hash", async () => {
+    const policy = (csp: string | undefined) => (csp ?? '').split(/;\s*/).sort();
+    const home = await request(server.url).get('/').set('accept', 'text/html').expect(200);
+    const style = /<style>([\s\S]*?)<\/style>/.exec(home.text)![1]!;
+    const hash = createHash('sha256').update(style).digest('base64');
+    const expected = [
+      "base-uri 'none'",
+      "connect-src 'self'",
+      "default-src 'none'",
+      "frame-ancestors 'none'",
+      `style-src 'sha256-${hash}'`,
+    ];
+    assert.deepEqual(policy(home.headers['content-security-policy']), expected);
+    assert.doesNotMatch(home.text, /<script|style="/);
+    const browser = new WebClient();
+    let res = await browser.get(await startLogin(browser, server.running.publicUrl));
+    while (res.status === 302 || res.status === 303) res = await browser.get(location(res));
+    assert.equal(res.status, 200);
+    assert.deepEqual(policy(res.headers.get('content-security-policy') ?? undefined), expected);
   });
 
   test('pages keep the Origin of their own form posts: Referrer-Policy is same-origin, not no-referrer', async () => {

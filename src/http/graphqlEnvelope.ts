@@ -1,4 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { jsonBodyParser } from './jsonBody.js';
 import type { AuthFailure } from './authenticate.js';
 import { isForeignOrigin } from './cookies.js';
 import type { ApiErrorCode } from './problems.js';
@@ -81,7 +82,7 @@ function checkParams(params: Record<string, unknown>): string | undefined {
 
 /** Validates method, media types, JSON and parameters before Apollo sees the request. */
 export function graphqlEnvelope(opts: { bodyLimit: string }) {
-  const parseJson = express.json({ limit: opts.bodyLimit, strict: false, type: () => true });
+  const parseJson = jsonBodyParser({ limit: opts.bodyLimit, strict: false, type: () => true });
 
   return [
     (req: Request, res: Response, next: NextFunction) => {

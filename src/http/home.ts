@@ -1,5 +1,5 @@
 import type { Request, RequestHandler } from 'express';
-import { layout } from '../auth/idp/pages.js';
+import { layout, PAGE_POLICY } from '../auth/idp/pages.js';
 import { csrfTokenFor, type Session } from '../auth/sessions.js';
 import { isStaff } from '../domain/policy.js';
 import { readCookie } from './cookies.js';
@@ -77,6 +77,9 @@ export function homeRoute(deps: HomeDeps): RequestHandler {
     const body = current
       ? signedInBody(current.session, csrfTokenFor(current.id), deps.developmentTools)
       : signedOutBody(deps.developmentTools);
-    res.type('html').send(layout(current ? 'Signed in' : 'Home', body, 'Orders API'));
+    res
+      .set('Content-Security-Policy', PAGE_POLICY)
+      .type('html')
+      .send(layout(current ? 'Signed in' : 'Home', body, 'Orders API'));
   };
 }

@@ -7,6 +7,7 @@ import { createContext, type Context } from '../context.js';
 import type { Services } from '../domain/services.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
 import { graphqlClientErrors } from './clientErrors.js';
+import { jsonBodyParser } from './jsonBody.js';
 import { refuseCookieCsrf } from './cookieCsrf.js';
 import { pendingWrites, SUBSCRIBER_BUFFER_BYTES, tailOf, type Fanout, type Member, type Ticket } from './fanout.js';
 import { graphqlAuthFailure, refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
@@ -172,7 +173,7 @@ export function createSseRouter(deps: {
   router.use(refuseCookieCsrf(deps.session.cookieName));
   router.use(refuseForeignOrigins(deps.trustedOrigins));
   router.use(authenticate(deps.verifier, graphqlAuthFailure, { session: deps.session }));
-  router.use(express.json({ limit: '64kb' }), graphqlClientErrors('64 kB'));
+  router.use(jsonBodyParser({ limit: '64kb' }), graphqlClientErrors('64 kB'));
   router.use(refuseBadLastEventId);
   router.all('/', async (req: Request, res: Response) => {
     const [body, init] = await bounded({

@@ -6,7 +6,7 @@ import { errors } from 'oidc-provider';
 import type { InteractionDetails } from 'oidc-provider';
 import type { Queryable } from '../../store/db.js';
 import { FIRST_PARTY_CLIENTS } from './clients.js';
-import { consentPage, errorPage, loginPage } from './pages.js';
+import { consentPage, errorPage, loginPage, PAGE_POLICY } from './pages.js';
 import type { SigninThrottle } from './signinThrottle.js';
 import { verifyCredentials } from './users.js';
 
@@ -49,6 +49,7 @@ export function interactionRoutes(opts: {
     const clientId = details.params.client_id ?? '';
     if (details.prompt.name === 'login') {
       res
+        .set('Content-Security-Policy', PAGE_POLICY)
         .type('html')
         .send(loginPage({ action: actionFor(details.uid, 'login'), clientName: await clientName(clientId) }));
       return;
@@ -59,14 +60,17 @@ export function interactionRoutes(opts: {
         await grantConsent(req, res, details);
         return;
       }
-      res.type('html').send(
-        consentPage({
-          confirmAction: actionFor(details.uid, 'confirm'),
-          abortAction: actionFor(details.uid, 'abort'),
-          clientName: await clientName(clientId),
-          scopes: requestedScopes(details),
-        }),
-      );
+      res
+        .set('Content-Security-Policy', PAGE_POLICY)
+        .type('html')
+        .send(
+          consentPage({
+            confirmAction: actionFor(details.uid, 'confirm'),
+            abortAction: actionFor(details.uid, 'abort'),
+            clientName: await clientName(clientId),
+            scopes: requestedScopes(details),
+          }),
+        );
       return;
     }
     throw new UnexpectedPrompt(details.prompt.name);
@@ -81,6 +85,7 @@ export function interactionRoutes(opts: {
       clientName(details.params.client_id ?? '').then((name) =>
         res
           .status(status)
+          .set('Content-Security-Policy', PAGE_POLICY)
           .type('html')
           .send(loginPage({ action: actionFor(details.uid, 'login'), clientName: name, username, error })),
       );

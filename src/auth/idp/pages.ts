@@ -1,5 +1,6 @@
 // Server-rendered pages of the embedded IdP: plain, accessible HTML that works without JavaScript.
 
+import { createHash } from 'node:crypto';
 import { escapeHtml } from '../../http/html.js';
 
 const STYLE = `
@@ -15,6 +16,20 @@ const STYLE = `
   .actions { display: flex; gap: 0.75rem; flex-wrap: wrap; }
   .hint { color: #52525b; font-size: 0.875rem; margin-top: 1.5rem; }
 `;
+
+/**
+ * The Content-Security-Policy of every page `layout` renders: no scripts, no plugins, no foreign styles or images;
+ * only the one inline stylesheet below, by its hash. Forms may post anywhere (`form-action` is left out): the home
+ * page's sign-in goes on to the issuer, which may be on another origin.
+ */
+export const PAGE_POLICY = [
+  "default-src 'none'",
+  `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
+  // Nothing on these pages fetches; 'self' keeps this site's own API reachable from the page's origin.
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
 
 /**
  * `body` must already be escaped HTML. The IdP's pages send no Referer (their URLs carry interaction ids); the app's

@@ -4,6 +4,7 @@ import type { Order, OrderItem } from '../../domain/model.js';
 import type { WriteOptions } from '../../domain/orderService.js';
 import type { Services } from '../../domain/services.js';
 import { IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey } from '../idempotencyKey.js';
+import { jsonBodyParser } from '../jsonBody.js';
 import { sendProblem } from '../problems.js';
 import { parseCreateBody, parseOrderPatch, parseReplaceBody } from './bodies.js';
 import { ifNoneMatchMatches, parseEtagList } from './conditional.js';
@@ -88,7 +89,7 @@ function methodNotAllowed(allow: string) {
 export function ordersRouter(services: Services): express.Router {
   const orders = services.orders;
   const router = express.Router();
-  const jsonBody = express.json({ limit: '64kb', type: [JSON_TYPE, MERGE_PATCH], strict: false });
+  const jsonBody = jsonBodyParser({ limit: '64kb', type: [JSON_TYPE, MERGE_PATCH], strict: false });
 
   router
     .route('/orders')
