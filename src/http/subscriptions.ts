@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { CloseCode, type Context as WsContext } from 'graphql-ws';
-import { useServer, type Extra } from 'graphql-ws/use/ws';
+import { CloseCode, handleProtocols, makeServer, type Context as WsContext } from 'graphql-ws';
+import type { Extra } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { BoundTokenError, InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
@@ -25,6 +25,13 @@ import type { Pipeline } from './pipeline.js';
 import { clientIp, idleTimer, type Release, type StreamRegistry } from './streams.js';
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
+/**
+ * Every connection is pinged once per KEEPALIVE_MS and closed if it has not answered the previous ping by then: a
+ * dead peer is found within two periods. Below nginx's 60 s proxy_read_timeout (deploy/nginx.conf).
+ */
+const KEEPALIVE_MS = 30_000;
+/** The connections are pinged in this many turns spread over the period, so no turn pings them all at once. */
+const KEEPALIVE_TURNS = 10;
 
 /** WebSocket close codes: graphql-ws's own where the protocol has one, RFC 6455's otherwise. */
 const CLOSE = {
@@ -43,6 +50,47 @@ interface ConnectionState {
   slots: Map<string, Release>;
   idle: ReturnType<typeof idleTimer>;
   unbindSession?: Release;
+}
+
+/**
+ * The keep-alive of every connection with one timer: connection i is pinged in turn i % KEEPALIVE_TURNS, and
+ * terminated at its next turn if no pong came back. One shared `pong` listener, no timer or closure per socket.
+ */
+function keepAlive(onDead: (socket: WebSocket) => void) {
+  const turns = Array.from({ length: KEEPALIVE_TURNS }, () => new Set<WebSocket>());
+  /** Sockets pinged that have not answered yet. */
+  const waiting = new WeakSet<WebSocket>();
+  function answered(this: WebSocket) {
+    waiting.delete(this);
+  }
+  let added = 0;
+  let turn = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const tick = () => {
+    for (const socket of turns[turn]!) {
+      if (socket.readyState !== socket.OPEN) continue;
+      if (waiting.has(socket)) onDead(socket);
+      else {
+        waiting.add(socket);
+        socket.ping();
+      }
+    }
+    turn = (turn + 1) % KEEPALIVE_TURNS;
+  };
+  return {
+    add(socket: WebSocket) {
+      turns[added++ % KEEPALIVE_TURNS]!.add(socket);
+      socket.on('pong', answered);
+      if (!timer) {
+        timer = setInterval(tick, KEEPALIVE_MS / KEEPALIVE_TURNS);
+        timer.unref();
+      }
+    },
+    delete(socket: WebSocket) {
+      for (const set of turns) set.delete(socket);
+    },
+    stop: () => clearInterval(timer),
+  };
 }
 
 const ACCEPTED_PARAMS = 'send { "authorization": "Bearer <token>" } or nothing';
@@ -153,115 +201,152 @@ export function createWebSocketServer(deps: {
     return pipeline.identify(context, clientIp(ctx.extra.request, deps.trustProxy));
   };
 
-  const server = useServer<Record<string, unknown>, { state?: ConnectionState }>(
-    {
-      connectionInitWaitTimeout: limits.wsInitTimeoutSeconds * 1000,
-      async onConnect(ctx) {
-        const socket: WebSocket = ctx.extra.socket;
-        const params = bearerFrom(ctx.connectionParams);
-        if ('refused' in params) {
-          socket.close(CloseCode.BadRequest, params.refused);
+  const server = makeServer<Record<string, unknown>, Extra>({
+    connectionInitWaitTimeout: limits.wsInitTimeoutSeconds * 1000,
+    async onConnect(ctx) {
+      const socket: WebSocket = ctx.extra.socket;
+      const params = bearerFrom(ctx.connectionParams);
+      if ('refused' in params) {
+        socket.close(CloseCode.BadRequest, params.refused);
+        return false;
+      }
+      const { token } = params;
+      const state: ConnectionState = {
+        principal: ANONYMOUS,
+        requestId: randomUUID(),
+        slots: new Map(),
+        idle: idleTimer(limits.wsIdleTimeoutSeconds * 1000, () => socket.close(CLOSE.idle, 'Idle timeout')),
+      };
+      states.set(ctx.extra, state);
+      state.idle.idle();
+      if (token === undefined) {
+        const sessionId = readCookie(ctx.extra.request.headers.cookie, deps.session.cookieName);
+        if (sessionId === undefined) return true;
+        const user = await deps.session.lookup(sessionId);
+        // Gone while the session was looked up: onClose has run, so nothing may be bound to it any more.
+        if (socket.readyState !== socket.OPEN) return false;
+        if (!user) {
+          ctx.extra.socket.close(CLOSE.unauthorized, 'Unauthorized: the session has ended; sign in again');
           return false;
         }
-        const { token } = params;
-        const state: ConnectionState = {
-          principal: ANONYMOUS,
-          requestId: randomUUID(),
-          slots: new Map(),
-          idle: idleTimer(limits.wsIdleTimeoutSeconds * 1000, () => socket.close(CLOSE.idle, 'Idle timeout')),
-        };
-        states.set(ctx.extra, state);
-        state.idle.idle();
-        if (token === undefined) {
-          const sessionId = readCookie(ctx.extra.request.headers.cookie, deps.session.cookieName);
-          if (sessionId === undefined) return true;
-          const user = await deps.session.lookup(sessionId);
-          // Gone while the session was looked up: onClose has run, so nothing may be bound to it any more.
-          if (socket.readyState !== socket.OPEN) return false;
-          if (!user) {
-            ctx.extra.socket.close(CLOSE.unauthorized, 'Unauthorized: the session has ended; sign in again');
-            return false;
-          }
-          state.principal = user;
-          state.unbindSession = streams.bindSession(sessionId, (reason) =>
-            socket.close(CLOSE.sessionEnded, reason.slice(0, 120)),
-          );
-          return true;
-        }
-        try {
-          state.principal = await verifier.verify(token);
-          // graphql-ws keeps the connection parameters for the socket's lifetime; the credential is not needed again.
-          const params = ctx.connectionParams as Record<string, unknown>;
-          delete params.authorization;
-          delete params.Authorization;
-          delete params.token;
-          return true;
-        } catch (error) {
-          if (!(error instanceof InvalidTokenError)) logger.error({ err: error }, 'token verification failed');
-          ctx.extra.socket.close(
-            CLOSE.unauthorized,
-            error instanceof BoundTokenError
-              ? 'Unauthorized: DPoP-bound access tokens are not accepted over WebSocket; use a Bearer token'
-              : 'Unauthorized: the access token is not valid',
-          );
-          return false;
-        }
-      },
-      async onSubscribe(ctx, id, payload) {
-        const state = states.get(ctx.extra)!;
-        // The slot is taken here, before any await, so a burst of subscribe messages cannot overshoot.
-        const slot =
-          state.slots.size >= limits.wsMaxSubscriptionsPerSocket
-            ? null
-            : state.principal.kind === 'user'
-              ? streams.takeUserSlot(state.principal.subject)
-              : () => undefined;
-        if (!slot) {
-          return [
-            clientError(
-              `At most ${limits.wsMaxSubscriptionsPerSocket} subscriptions per connection and ` +
-                `${limits.maxPerUser} streams (WebSocket subscriptions and SSE streams) per user.`,
-              'TOO_MANY_SUBSCRIPTIONS',
-            ),
-          ];
-        }
-        state.slots.set(id, slot);
-        state.idle.busy();
-        const context = contextFor(ctx);
-        const prepared = await pipeline.prepare(payload, context);
-        if (prepared.ok) {
-          const ticket = deps.fanout.admit(prepared.args);
-          if (!ticket) return prepared.args;
-          sharing.set(context, { ticket, member: memberOf(ctx.extra.socket, state, id, context) });
-          return ticket.args;
-        }
-        // A refused operation never runs, so its slot is given back now (onError would too; release is idempotent).
-        release(state, id);
-        return prepared.errors;
-      },
-      // graphql-ws reports a refused operation (validation, unknown operation) through onError without onComplete.
-      onComplete: (ctx, id) => release(states.get(ctx.extra), id),
-      onClose(ctx) {
-        const state = states.get(ctx.extra);
-        if (!state) return;
-        state.unbindSession?.();
-        for (const slot of state.slots.values()) slot();
-        state.slots.clear();
-        state.idle.busy();
-      },
-      onNext(ctx, _id, _payload, args, result) {
-        if ((args.contextValue as Context).eventId) deps.fanout.countOwn();
-        return pipeline.formatResult(result, args.contextValue as Context, (error) =>
-          logger.error({ err: error, reqId: states.get(ctx.extra)?.requestId }, 'unexpected GraphQL error'),
+        state.principal = user;
+        state.unbindSession = streams.bindSession(sessionId, (reason) =>
+          socket.close(CLOSE.sessionEnded, reason.slice(0, 120)),
         );
-      },
-      onError(ctx, id, _payload, errors) {
-        release(states.get(ctx.extra), id);
-        return pipeline.formatErrors(errors);
-      },
+        return true;
+      }
+      try {
+        state.principal = await verifier.verify(token);
+        // graphql-ws keeps the connection parameters for the socket's lifetime; the credential is not needed again.
+        const params = ctx.connectionParams as Record<string, unknown>;
+        delete params.authorization;
+        delete params.Authorization;
+        delete params.token;
+        return true;
+      } catch (error) {
+        if (!(error instanceof InvalidTokenError)) logger.error({ err: error }, 'token verification failed');
+        ctx.extra.socket.close(
+          CLOSE.unauthorized,
+          error instanceof BoundTokenError
+            ? 'Unauthorized: DPoP-bound access tokens are not accepted over WebSocket; use a Bearer token'
+            : 'Unauthorized: the access token is not valid',
+        );
+        return false;
+      }
     },
-    wss,
-  );
+    async onSubscribe(ctx, id, payload) {
+      const state = states.get(ctx.extra)!;
+      // The slot is taken here, before any await, so a burst of subscribe messages cannot overshoot.
+      const slot =
+        state.slots.size >= limits.wsMaxSubscriptionsPerSocket
+          ? null
+          : state.principal.kind === 'user'
+            ? streams.takeUserSlot(state.principal.subject)
+            : () => undefined;
+      if (!slot) {
+        return [
+          clientError(
+            `At most ${limits.wsMaxSubscriptionsPerSocket} subscriptions per connection and ` +
+              `${limits.maxPerUser} streams (WebSocket subscriptions and SSE streams) per user.`,
+            'TOO_MANY_SUBSCRIPTIONS',
+          ),
+        ];
+      }
+      state.slots.set(id, slot);
+      state.idle.busy();
+      const context = contextFor(ctx);
+      const prepared = await pipeline.prepare(payload, context);
+      if (prepared.ok) {
+        const ticket = deps.fanout.admit(prepared.args);
+        if (!ticket) return prepared.args;
+        sharing.set(context, { ticket, member: memberOf(ctx.extra.socket, state, id, context) });
+        return ticket.args;
+      }
+      // A refused operation never runs, so its slot is given back now (onError would too; release is idempotent).
+      release(state, id);
+      return prepared.errors;
+    },
+    // graphql-ws reports a refused operation (validation, unknown operation) through onError without onComplete.
+    onComplete: (ctx, id) => release(states.get(ctx.extra), id),
+    onClose(ctx) {
+      const state = states.get(ctx.extra);
+      if (!state) return;
+      state.unbindSession?.();
+      for (const slot of state.slots.values()) slot();
+      state.slots.clear();
+      state.idle.busy();
+    },
+    onNext(ctx, _id, _payload, args, result) {
+      if ((args.contextValue as Context).eventId) deps.fanout.countOwn();
+      return pipeline.formatResult(result, args.contextValue as Context, (error) =>
+        logger.error({ err: error, reqId: states.get(ctx.extra)?.requestId }, 'unexpected GraphQL error'),
+      );
+    },
+    onError(ctx, id, _payload, errors) {
+      release(states.get(ctx.extra), id);
+      return pipeline.formatErrors(errors);
+    },
+  });
+
+  // graphql-ws's own `useServer` for `ws`, with one keep-alive timer for all connections instead of an interval per
+  // socket, and errors in the JSON log instead of console.error stack traces.
+  wss.options.handleProtocols = handleProtocols;
+  const alive = keepAlive((socket) => socket.terminate());
+  wss.on('error', (err) => logger.error({ err }, 'WebSocket server error'));
+  wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
+    const extra: Extra = { socket, request };
+    // A peer's protocol violation (a frame over maxPayload, bad UTF-8, a bad opcode): ws has already closed the
+    // socket with the code for it (1009, 1007, 1002). The client's fault, so a one-line warning, no stack.
+    socket.on('error', (err: Error & { code?: string }) =>
+      logger.warn({ code: err.code, reqId: states.get(extra)?.requestId }, `WebSocket closed: ${err.message}`),
+    );
+    alive.add(socket);
+    const closed = server.opened(
+      {
+        protocol: socket.protocol,
+        send: (data) =>
+          new Promise<void>((resolve, reject) => {
+            if (socket.readyState !== socket.OPEN) return resolve();
+            socket.send(data, (err) => (err ? reject(err) : resolve()));
+          }),
+        close: (code, reason) => socket.close(code, reason),
+        onMessage: (cb) =>
+          socket.on('message', (data: Buffer) => {
+            cb(String(data)).catch((err: unknown) => {
+              logger.error({ err, reqId: states.get(extra)?.requestId }, 'WebSocket message handling failed');
+              socket.close(CloseCode.InternalServerError, 'Internal server error');
+            });
+          }),
+      },
+      extra,
+    );
+    socket.once('close', (code: number, reason: Buffer) => {
+      alive.delete(socket);
+      closed(code, String(reason)).catch((err: unknown) =>
+        logger.error({ err, reqId: states.get(extra)?.requestId }, 'closing a WebSocket connection failed'),
+      );
+    });
+  });
 
   return {
     /** For the HTTP server's `upgrade` event. */
@@ -284,8 +369,10 @@ export function createWebSocketServer(deps: {
     },
     /** Shutdown: every client is told the server is going away (1001). */
     async close() {
+      alive.stop();
       for (const client of wss.clients) client.close(CLOSE.goingAway, 'Server shutting down');
-      await server.dispose();
+      wss.removeAllListeners();
+      await new Promise<void>((resolve, reject) => wss.close((err) => (err ? reject(err) : resolve())));
     },
   };
 }
