@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { createSourceEventStream, subscribe, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import { CloseCode, handleProtocols, makeServer, type Context as WsContext } from 'graphql-ws';
-import type { Extra } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { BoundTokenError, InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
@@ -42,8 +42,19 @@ const CLOSE = {
   idle: 1000,
 } as const;
 
+/**
+ * What graphql-ws keeps of a connection for its hooks. The upgrade request is let go once `connection_init` has
+ * been read (its cookie and client address), so a connection does not hold its headers for its lifetime.
+ */
+interface Extra {
+  readonly socket: WebSocket;
+  request?: IncomingMessage;
+}
+
 interface ConnectionState {
   principal: Principal;
+  /** The client's address, as the rate budget sees it. */
+  ip: string | undefined;
   requestId: string;
   log?: Logger;
   /** Each operation's hold on a slot, by operation id; released once whichever way it ends. */
@@ -143,6 +154,8 @@ export function createWebSocketServer(deps: {
   const states = new WeakMap<object, ConnectionState>();
   /** Operations admitted to shared execution, by their context: the ticket and how to write to the socket. */
   const sharing = new WeakMap<Context, { ticket: Ticket; member: Member }>();
+  /** Contexts whose subscription joined a shared execution: their own event stream never yields. */
+  const joined = new WeakSet<Context>();
   /** The TCP socket under each WebSocket. */
   const sockets = new WeakMap<WebSocket, Duplex>();
 
@@ -194,17 +207,37 @@ export function createWebSocketServer(deps: {
       join: (feed) => {
         const shared = sharing.get(context);
         sharing.delete(context);
-        return shared && deps.fanout.join(shared.ticket, feed, shared.member, context);
+        if (!shared) return undefined;
+        joined.add(context);
+        return deps.fanout.join(shared.ticket, feed, shared.member, context);
       },
     });
-    // Behind a balancer the budget follows the client address the proxy reports, as on HTTP.
-    return pipeline.identify(context, clientIp(ctx.extra.request, deps.trustProxy));
+    return pipeline.identify(context, state.ip);
+  };
+
+  /**
+   * graphql-js's `subscribe`, except for a subscription that joined a shared execution: its event stream is
+   * returned as it is, without the mapping to results graphql-js wraps around it (closures, a generator and
+   * promises per subscriber), since it never yields — the shared execution writes its results. The resolver and
+   * every check in it run the same way either way.
+   */
+  const subscribeOrJoin = async (args: ExecutionArgs) => {
+    const context = args.contextValue as Context;
+    if (!sharing.has(context)) return subscribe(args);
+    const source = (await createSourceEventStream(args)) as AsyncIterableIterator<ExecutionResult> | ExecutionResult;
+    if (!(Symbol.asyncIterator in source) || joined.has(context)) return source;
+    // A stream that did not join (no field of this schema does that today): run it the ordinary way.
+    await source.return?.();
+    return subscribe(args);
   };
 
   const server = makeServer<Record<string, unknown>, Extra>({
+    subscribe: subscribeOrJoin,
     connectionInitWaitTimeout: limits.wsInitTimeoutSeconds * 1000,
     async onConnect(ctx) {
       const socket: WebSocket = ctx.extra.socket;
+      const request = ctx.extra.request!;
+      delete ctx.extra.request;
       const params = bearerFrom(ctx.connectionParams);
       if ('refused' in params) {
         socket.close(CloseCode.BadRequest, params.refused);
@@ -213,6 +246,8 @@ export function createWebSocketServer(deps: {
       const { token } = params;
       const state: ConnectionState = {
         principal: ANONYMOUS,
+        // Behind a balancer the budget follows the client address the proxy reports, as on HTTP.
+        ip: clientIp(request, deps.trustProxy),
         requestId: randomUUID(),
         slots: new Map(),
         idle: idleTimer(limits.wsIdleTimeoutSeconds * 1000, () => socket.close(CLOSE.idle, 'Idle timeout')),
@@ -220,7 +255,7 @@ export function createWebSocketServer(deps: {
       states.set(ctx.extra, state);
       state.idle.idle();
       if (token === undefined) {
-        const sessionId = readCookie(ctx.extra.request.headers.cookie, deps.session.cookieName);
+        const sessionId = readCookie(request.headers.cookie, deps.session.cookieName);
         if (sessionId === undefined) return true;
         const user = await deps.session.lookup(sessionId);
         // Gone while the session was looked up: onClose has run, so nothing may be bound to it any more.
