@@ -8,16 +8,17 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { BoundTokenError, InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
 import { createContext, type Context } from '../context.js';
 import { ANONYMOUS, type Principal } from '../domain/policy.js';
+import { SUBSCRIBER_BUFFER } from '../domain/subscriptions.js';
 import type { Services } from '../domain/services.js';
 import type { AuthenticateOptions } from './authenticate.js';
 import { isForeignOrigin, readCookie } from './cookies.js';
 import { clientError } from './graphqlErrors.js';
 import {
-  pendingWrites,
   SUBSCRIBER_BUFFER_BYTES,
   tailOf,
   textFrame,
   type Fanout,
+  type Head,
   type Member,
   type Ticket,
 } from './fanout.js';
@@ -104,6 +105,54 @@ function keepAlive(onDead: (socket: WebSocket) => void) {
   };
 }
 
+/** A WebSocket subscriber of a shared execution: one object and one write callback per subscriber. */
+class SocketMember implements Member {
+  /** Writes handed to the socket and not yet taken by the network. */
+  private pending = 0;
+  private readonly done = () => {
+    this.pending -= 1;
+  };
+
+  constructor(
+    private readonly socket: WebSocket,
+    /** The TCP socket, when whole frames may be written to it directly. */
+    private readonly direct: Duplex | undefined,
+    /** The connection's operations. */
+    private readonly slots: ReadonlyMap<string, unknown>,
+    /** The message without the shared result, which goes in at `split`. */
+    private readonly envelope: Buffer,
+    private readonly split: number,
+    private readonly fanout: Fanout,
+  ) {}
+
+  write(head: Head) {
+    const { socket, direct } = this;
+    if (socket.readyState !== socket.OPEN) return;
+    this.pending += 1;
+    if (direct) {
+      // Corked, a connection's messages of one slice of the fan-out leave in one system call; a connection with
+      // one operation has nothing to batch, and corking would only delay and buffer its write.
+      if (this.slots.size > 1) this.fanout.cork(direct);
+      direct.write(textFrame(this.envelope, this.split, head.bytes), this.done);
+    } else {
+      const message = Buffer.concat([
+        this.envelope.subarray(0, this.split),
+        head.bytes,
+        this.envelope.subarray(this.split),
+      ]);
+      socket.send(message, { binary: false }, this.done);
+    }
+  }
+
+  backedUp() {
+    return this.pending > SUBSCRIBER_BUFFER || this.socket.bufferedAmount > SUBSCRIBER_BUFFER_BYTES;
+  }
+
+  cutOff(reason: string) {
+    this.socket.close(CLOSE.policy, reason.slice(0, 120));
+  }
+}
+
 const ACCEPTED_PARAMS = 'send { "authorization": "Bearer <token>" } or nothing';
 
 /**
@@ -161,29 +210,13 @@ export function createWebSocketServer(deps: {
 
   /** Writes a shared result as a graphql-ws `next` message: only the operation id and the cost are its own. */
   const memberOf = (socket: WebSocket, state: ConnectionState, id: string, context: Context): Member => {
-    const before = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
-    const after = Buffer.from(`${tailOf(pipeline.costOf(context))}}`);
-    const writes = pendingWrites();
+    const before = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
+    const envelope = Buffer.from(`${before}${tailOf(pipeline.costOf(context))}}`);
     const raw = sockets.get(socket);
     // Without a compression extension ws writes every frame to the TCP socket as it is sent, so a whole frame
-    // written there directly cannot land inside another. Corked, a connection's messages of one slice of the
-    // fan-out leave in one system call.
+    // written there directly cannot land inside another.
     const direct = raw && socket.extensions === '' ? raw : undefined;
-    return {
-      write(head) {
-        if (socket.readyState !== socket.OPEN) return;
-        writes.sent();
-        if (direct) {
-          // A connection with one operation has nothing to batch; corking would only delay and buffer its write.
-          if (state.slots.size > 1) deps.fanout.cork(direct);
-          direct.write(textFrame(before, head.bytes, after), writes.done);
-        } else {
-          socket.send(Buffer.concat([before, head.bytes, after]), { binary: false }, writes.done);
-        }
-      },
-      backedUp: () => writes.tooMany() || socket.bufferedAmount > SUBSCRIBER_BUFFER_BYTES,
-      cutOff: (reason) => socket.close(CLOSE.policy, reason.slice(0, 120)),
-    };
+    return new SocketMember(socket, direct, state.slots, envelope, Buffer.byteLength(before), deps.fanout);
   };
 
   const release = (state: ConnectionState | undefined, id: string) => {
