@@ -28,7 +28,7 @@ import { clientIp, idleTimer, type Release, type StreamRegistry } from './stream
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 /**
  * Every connection is pinged once per KEEPALIVE_MS and closed if it has not answered the previous ping by then: a
- * dead peer is found within two periods. Below nginx's 60 s proxy_read_timeout (deploy/nginx.conf).
+ * dead peer is found within two periods; an idle proxy (nginx's proxy_read_timeout, deploy/nginx.conf) sees traffic.
  */
 const KEEPALIVE_MS = 30_000;
 /** The connections are pinged in this many turns spread over the period, so no turn pings them all at once. */
