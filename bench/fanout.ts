@@ -357,6 +357,7 @@ async function measureFloor(
     const connections = connected.reduce((n, r) => n + r.connections, 0);
     log(`floor: ${connections} connections open in ${Math.round(now() - started)} ms`);
     const message = JSON.parse(sample) as {
+      id: string;
       payload: { data: { orderCreated: { id: string } }; extensions: { eventId: string } };
     };
     const clientsBefore = (
@@ -376,10 +377,13 @@ async function measureFloor(
       const orderId = randomUUID();
       message.payload.data.orderCreated.id = orderId;
       message.payload.extensions.eventId = String(BigInt(message.payload.extensions.eventId) + 1n);
-      const text = JSON.stringify(message);
-      frameBytes = Buffer.byteLength(text);
+      // One message per subscription of a connection, each with its operation id, as the app sends them.
+      const texts = Array.from({ length: options.perConnection }, (_, i) =>
+        JSON.stringify({ ...message, id: String(i + 1) }),
+      );
+      frameBytes = Buffer.byteLength(texts[0]!);
       const sentMs = now();
-      await floor.request('broadcast', text);
+      await floor.request('broadcast', texts);
       const got = await Promise.all(clients.map((c) => c.deliveredOf(orderId, DELIVERY_TIMEOUT_MS)));
       if (got.every(Boolean)) {
         delivered++;
@@ -978,7 +982,7 @@ function render(r: FanoutResult): string {
       f1(c.serverMsPerEvent - c.idleUserMsPerEvent - c.idleSystemMsPerEvent),
     ],
     [
-      `floor: ${f0(fl.frameBytes)}-byte frame to ${f0(fl.connections)} sockets`,
+      `floor: ${m.subscriptionsPerConnection} × ${f0(fl.frameBytes)} bytes to each of ${f0(fl.connections)} sockets`,
       f1(fl.userMsPerEvent),
       f1(fl.systemMsPerEvent),
       f1(fl.userMsPerEvent + fl.systemMsPerEvent),

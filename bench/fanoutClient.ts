@@ -244,7 +244,8 @@ function openFloor(url: string): Promise<void> {
       count[0]++;
       count[2] = at;
       floorCounts.set(orderId, count);
-      if (count[0] === floorSockets.length) send({ type: 'delivered', orderId, firstMs: count[1], lastMs: count[2] });
+      if (count[0] === floorSockets.length * init!.perConnection)
+        send({ type: 'delivered', orderId, firstMs: count[1], lastMs: count[2] });
     });
     ws.on('error', reject);
     ws.on('close', () => {

@@ -57,10 +57,13 @@ try {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
     {
-      /** Writes the message (a string) as one frame to every socket; answers how many. */
-      broadcast: (message) => {
-        const frame = textFrame(Buffer.from(String(message)));
-        for (const socket of sockets) socket.write(frame);
+      /**
+       * Writes the messages (strings, one per subscription of a connection) as frames to every socket, all of
+       * them in one write; answers how many sockets.
+       */
+      broadcast: (messages) => {
+        const bytes = Buffer.concat((messages as string[]).map((m) => textFrame(Buffer.from(m))));
+        for (const socket of sockets) socket.write(bytes);
         return Promise.resolve(sockets.size);
       },
       memory: () => Promise.resolve({ sockets: sockets.size }),
