@@ -12,7 +12,7 @@ export interface ServerChild {
   readonly ready: ReadyMessage;
   /** CPU time used by the child so far (µs). */
   cpu(): Promise<CpuTime>;
-  request(type: RequestType): Promise<unknown>;
+  request(type: RequestType, arg?: unknown): Promise<unknown>;
   /** Asks the child to close its server and pool; kills it if it has not exited in time. */
   stop(): Promise<void>;
 }
@@ -76,7 +76,7 @@ export async function startChild(
     pending.clear();
   });
 
-  function request(type: RequestType): Promise<unknown> {
+  function request(type: RequestType, arg?: unknown): Promise<unknown> {
     if (child.exitCode !== null || !child.connected) return Promise.reject(new Error(`${name} is not running`));
     const id = nextId++;
     return new Promise((resolve, reject) => {
@@ -85,7 +85,7 @@ export async function startChild(
         resolve: (v) => (clearTimeout(timer), resolve(v)),
         reject: (e) => (clearTimeout(timer), reject(e)),
       });
-      child.send({ id, type });
+      child.send(arg === undefined ? { id, type } : { id, type, arg });
     });
   }
 

@@ -51,6 +51,8 @@ const RUN_TIMEOUT_MS = 240_000;
 const DELIVERY_TIMEOUT_MS = 15_000;
 const CONNECT_TIMEOUT_MS = 90_000;
 const HANDSHAKES_IN_FLIGHT_PER_CLIENT = 64;
+/** Events placed with no subscriber, for the app's CPU per event without a fan-out. */
+const IDLE_EVENTS = 10;
 
 const log = (message: string) => console.error(`[fanout] ${message}`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -301,6 +303,10 @@ interface FanoutResult {
     readonly serverMsPerEvent: number;
     /** The part of it spent in the kernel (socket writes; on loopback they include the receiving side). */
     readonly serverSystemMsPerEvent: number;
+    readonly serverUserMsPerEvent: number;
+    /** The same event (the write, its event, two GET /healthz) with no subscriber: what is not fan-out. */
+    readonly idleUserMsPerEvent: number;
+    readonly idleSystemMsPerEvent: number;
     readonly serverUsPerDelivery: number;
     readonly subscriberProcessesPercent: number;
     /** Every PostgreSQL process on the machine; null where /proc is unreadable. */
@@ -309,7 +315,103 @@ interface FanoutResult {
     readonly otherPercent: number;
     readonly machinePercent: number;
   };
+  /** The floor (bench/fanoutFloor.ts): the same frames written to as many sockets of the same subscriber processes. */
+  readonly floor: FloorResult;
   readonly problems: readonly string[];
+}
+
+interface FloorResult {
+  readonly connections: number;
+  readonly events: number;
+  readonly delivered: number;
+  readonly frameBytes: number;
+  readonly userMsPerEvent: number;
+  readonly systemMsPerEvent: number;
+  readonly subscriberProcessesMsPerEvent: number;
+  /** Median over the events: the broadcast request sent → the last subscriber received it. */
+  readonly lastDeliveryMs: number;
+}
+
+/**
+ * The floor of a fan-out: a plain `ws` server in its own process (bench/fanoutFloor.ts) that the same subscriber
+ * processes connect to with as many sockets as they hold on the app, and that writes each event as one prebuilt
+ * frame — the bytes of a `next` message the app sent — to every socket. Its CPU per event is what writing the
+ * frames costs on this machine before any application code.
+ */
+async function measureFloor(
+  options: Options,
+  reports: readonly ClientReport[],
+  now: () => number,
+): Promise<FloorResult> {
+  const sample = reports.find((r) => r.sample)?.sample;
+  if (!sample) throw new Error('no subscriber received a next message to copy for the floor');
+  const floor = await startChild('floor', './fanoutFloor.ts', {});
+  try {
+    const started = now();
+    const connected = await Promise.all(
+      clients.map((c) => {
+        c.send({ type: 'floor', url: floor.ready.url.replace(/^http/, 'ws') });
+        return c.next('floor-connected', CONNECT_TIMEOUT_MS);
+      }),
+    );
+    const connections = connected.reduce((n, r) => n + r.connections, 0);
+    log(`floor: ${connections} connections open in ${Math.round(now() - started)} ms`);
+    const message = JSON.parse(sample) as {
+      id: string;
+      payload: { data: { orderCreated: { id: string } }; extensions: { eventId: string } };
+    };
+    const clientsBefore = (
+      await Promise.all(
+        clients.map(async (c) => {
+          c.send({ type: 'report', orderIds: [] });
+          return c.next('report', 60_000);
+        }),
+      )
+    ).reduce((n, r) => n + cpuMicros(r.cpu), 0);
+    const cpuBefore = await floor.cpu();
+    const last: number[] = [];
+    let delivered = 0;
+    let frameBytes = 0;
+    for (let e = 0; e < options.events; e++) {
+      await sleep(options.spacingMs);
+      const orderId = randomUUID();
+      message.payload.data.orderCreated.id = orderId;
+      message.payload.extensions.eventId = String(BigInt(message.payload.extensions.eventId) + 1n);
+      // One message per subscription of a connection, each with its operation id, as the app sends them.
+      const texts = Array.from({ length: options.perConnection }, (_, i) =>
+        JSON.stringify({ ...message, id: String(i + 1) }),
+      );
+      frameBytes = Buffer.byteLength(texts[0]!);
+      const sentMs = now();
+      await floor.request('broadcast', texts);
+      const got = await Promise.all(clients.map((c) => c.deliveredOf(orderId, DELIVERY_TIMEOUT_MS)));
+      if (got.every(Boolean)) {
+        delivered++;
+        last.push(Math.max(...got.map((g) => g!.lastMs)) - sentMs);
+      }
+    }
+    const cpuAfter = await floor.cpu();
+    const clientsAfter = (
+      await Promise.all(
+        clients.map(async (c) => {
+          c.send({ type: 'report', orderIds: [] });
+          return c.next('report', 60_000);
+        }),
+      )
+    ).reduce((n, r) => n + cpuMicros(r.cpu), 0);
+    return {
+      connections,
+      events: options.events,
+      delivered,
+      frameBytes,
+      userMsPerEvent: (cpuAfter.user - cpuBefore.user) / 1000 / options.events,
+      systemMsPerEvent: (cpuAfter.system - cpuBefore.system) / 1000 / options.events,
+      subscriberProcessesMsPerEvent: (clientsAfter - clientsBefore) / 1000 / options.events,
+      lastDeliveryMs: median(last),
+    };
+  } finally {
+    await floor.stop();
+  }
 }
 
 interface EventTiming {
@@ -480,6 +582,14 @@ async function measure(
     return m;
   };
   const before = await memory('before any subscriber');
+  // What one measured event costs the app without any subscriber: the write, its event, two GET /healthz.
+  const idleCpuBefore = await app.cpu();
+  for (let i = 0; i < IDLE_EVENTS; i++) {
+    await health();
+    await placeOrder({ token: writerToken, audience: 'staff' });
+    await health();
+  }
+  const idleCpuAfter = await app.cpu();
 
   // Connection c goes to process c % clients and signs in as user c % users.
   for (let p = 0; p < options.clients; p++) {
@@ -631,6 +741,7 @@ async function measure(
       }
     }
   }
+  const floor = await measureFloor(options, reports, now);
   const subscriptions = reports.reduce((n, r) => n + r.subscriptions, 0);
   const duplicates = reports.reduce((n, r) => n + r.duplicates, 0);
   const outOfOrder = reports.reduce((n, r) => n + r.outOfOrder, 0);
@@ -650,6 +761,9 @@ async function measure(
     ...(outOfOrder ? [`${outOfOrder} subscriptions received eventIds out of order`] : []),
     ...(timedOut ? [`${timedOut} events did not reach everyone within ${DELIVERY_TIMEOUT_MS} ms`] : []),
     ...(clientProblemCount ? [`${clientProblemCount} protocol problems, e.g. ${clientProblems.join('; ')}`] : []),
+    ...(floor.delivered !== options.events
+      ? [`the floor delivered ${floor.delivered} of ${options.events} events to every socket`]
+      : []),
   ];
 
   const perSubscriber = (a: MemoryReading, b: MemoryReading, n: number) => ({
@@ -717,12 +831,16 @@ async function measure(
       serverPercent: (100 * serverCpuMs) / windowMs,
       serverMsPerEvent: serverCpuMs / options.events,
       serverSystemMsPerEvent: serverSystemMs / options.events,
+      serverUserMsPerEvent: (serverCpuMs - serverSystemMs) / options.events,
+      idleUserMsPerEvent: (idleCpuAfter.user - idleCpuBefore.user) / 1000 / IDLE_EVENTS,
+      idleSystemMsPerEvent: (idleCpuAfter.system - idleCpuBefore.system) / 1000 / IDLE_EVENTS,
       serverUsPerDelivery: (1000 * serverCpuMs) / Math.max(1, latencies.length),
       subscriberProcessesPercent: percentOfWindow(clientsCpuMs),
       postgresPercent: postgresMs === null ? null : percentOfWindow(postgresMs),
       otherPercent: percentOfWindow(Math.max(0, machineMs - serverCpuMs - clientsCpuMs - (postgresMs ?? 0))),
       machinePercent: percentOfWindow(machineMs),
     },
+    floor,
     problems,
   };
 
@@ -842,6 +960,37 @@ function render(r: FanoutResult): string {
       )
       .join(' and ') +
     '.';
+  const fl = r.floor;
+  const floorTable = table([
+    ['CPU per event, ms', 'user', 'kernel', 'total'],
+    [
+      'app: event with no subscriber (write, 2 × /healthz)',
+      f1(c.idleUserMsPerEvent),
+      f1(c.idleSystemMsPerEvent),
+      f1(c.idleUserMsPerEvent + c.idleSystemMsPerEvent),
+    ],
+    [
+      `app: event fanned out to ${f0(m.subscribers)}`,
+      f1(c.serverUserMsPerEvent),
+      f1(c.serverSystemMsPerEvent),
+      f1(c.serverMsPerEvent),
+    ],
+    [
+      'app: the fan-out (difference)',
+      f1(c.serverUserMsPerEvent - c.idleUserMsPerEvent),
+      f1(c.serverSystemMsPerEvent - c.idleSystemMsPerEvent),
+      f1(c.serverMsPerEvent - c.idleUserMsPerEvent - c.idleSystemMsPerEvent),
+    ],
+    [
+      `floor: ${m.subscriptionsPerConnection} × ${f0(fl.frameBytes)} bytes to each of ${f0(fl.connections)} sockets`,
+      f1(fl.userMsPerEvent),
+      f1(fl.systemMsPerEvent),
+      f1(fl.userMsPerEvent + fl.systemMsPerEvent),
+    ],
+  ]);
+  const floorLine =
+    `floor: ${fl.delivered} of ${fl.events} events reached every socket; last subscriber ${f1(fl.lastDeliveryMs)} ms (median) ` +
+    `after the broadcast request; subscriber processes ${f1(fl.subscriberProcessesMsPerEvent)} ms CPU per event.`;
   return [
     heading,
     '',
@@ -854,6 +1003,9 @@ function render(r: FanoutResult): string {
     per,
     '',
     cpu,
+    '',
+    floorTable,
+    floorLine,
     ...(r.problems.length ? ['', 'FLAGGED:', ...r.problems.map((p) => `  ${p}`)] : []),
   ].join('\n');
 }

@@ -34,6 +34,7 @@ let opened = 0;
 let live = 0;
 let closing = false;
 let nextMessages = 0;
+let sample = '';
 let problemCount = 0;
 const problems: string[] = [];
 /** orderId → [deliveries so far, first receive time, last receive time]. */
@@ -119,13 +120,15 @@ function open(token: string, audience: string, cfg: Init): Promise<void> {
     ws.on('message', (data: RawData) => {
       const at = now();
       let message: Message;
+      const text = data.toString();
       try {
-        message = JSON.parse(data.toString()) as Message;
+        message = JSON.parse(text) as Message;
       } catch {
         return problem(`unparsable message: ${data.toString().slice(0, 120)}`);
       }
       switch (message.type) {
         case 'next': {
+          sample = text;
           const sub = mine[Number(message.id) - 1];
           if (!sub) return problem(`next for an unknown subscription id ${message.id}`);
           return onNext(sub, message, at);
@@ -215,12 +218,59 @@ function report(orderIds: readonly string[]): ClientReport {
     nextMessages,
     problems,
     problemCount,
+    sample,
     cpu: process.cpuUsage(),
   };
 }
 
+const floorSockets: WebSocket[] = [];
+/** orderId → [deliveries so far, first receive time, last receive time], on the floor's sockets. */
+const floorCounts = new Map<string, [number, number, number]>();
+
+/** Opens one plain connection to the floor server, which only ever sends `next` messages. */
+function openFloor(url: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const ws = new WebSocket(url, 'graphql-transport-ws', {
+      perMessageDeflate: false,
+      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+    });
+    floorSockets.push(ws);
+    ws.on('open', () => resolve());
+    ws.on('message', (data: RawData) => {
+      const at = now();
+      const orderId = (JSON.parse(data.toString()) as Message).payload?.data?.orderCreated?.id;
+      if (!orderId) return problem('floor message without an order id');
+      const count = floorCounts.get(orderId) ?? [0, at, at];
+      count[0]++;
+      count[2] = at;
+      floorCounts.set(orderId, count);
+      if (count[0] === floorSockets.length * init!.perConnection)
+        send({ type: 'delivered', orderId, firstMs: count[1], lastMs: count[2] });
+    });
+    ws.on('error', reject);
+    ws.on('close', () => {
+      if (!closing) problem('the floor closed a connection');
+    });
+  });
+}
+
+async function connectFloor(url: string): Promise<void> {
+  const cfg = init!;
+  let next = 0;
+  let failed = 0;
+  const worker = async () => {
+    while (next < sockets.length) {
+      next++;
+      await openFloor(url).catch(() => void failed++);
+    }
+  };
+  await Promise.all(Array.from({ length: cfg.concurrency }, worker));
+  send({ type: 'floor-connected', connections: floorSockets.length - failed, failed });
+}
+
 async function closeAll(): Promise<void> {
   closing = true;
+  for (const s of floorSockets) s.terminate();
   const open = sockets.filter((s) => s.readyState !== WebSocket.CLOSED);
   const closed = Promise.all(open.map((s) => new Promise((resolve) => s.once('close', resolve))));
   for (const s of open) s.close(1000, 'bench done');
@@ -254,6 +304,8 @@ process.on('message', (message: ToClient) => {
         return checkDelivered(message.orderId);
       case 'report':
         return send(report(message.orderIds));
+      case 'floor':
+        return connectFloor(message.url);
       case 'close':
         await closeAll();
         process.disconnect?.();
@@ -266,7 +318,7 @@ process.on('message', (message: ToClient) => {
 });
 // The parent went away (or is done): nothing here should outlive it.
 process.on('disconnect', () => {
-  for (const s of sockets) s.terminate();
+  for (const s of [...sockets, ...floorSockets]) s.terminate();
   process.exit(0);
 });
 process.on('SIGINT', () => undefined);

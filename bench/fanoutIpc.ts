@@ -31,6 +31,11 @@ export type ToClient =
   | { readonly type: 'expect'; readonly orderId: string; readonly audience: string }
   /** Report what every subscription received of these orders (the measured events). */
   | { readonly type: 'report'; readonly orderIds: readonly string[] }
+  /**
+   * Open as many plain WebSocket connections to the floor server (bench/fanoutFloor.ts) as this process holds
+   * on the app, and report each order id every one of them received as `delivered`.
+   */
+  | { readonly type: 'floor'; readonly url: string }
   /** Close every connection and exit. */
   | { readonly type: 'close' };
 
@@ -53,6 +58,8 @@ export interface ClientReport {
   /** GraphQL errors, `error` and `complete` messages, unexpected closes: at most a few, as examples. */
   readonly problems: readonly string[];
   readonly problemCount: number;
+  /** The text of the last `next` message received, as the app sent it. */
+  readonly sample: string;
   /** This process's CPU time so far (µs). */
   readonly cpu: { readonly user: number; readonly system: number };
 }
@@ -69,4 +76,5 @@ export type FromClient =
   | { readonly type: 'delivered'; readonly orderId: string; readonly firstMs: number; readonly lastMs: number }
   | { readonly type: 'clock'; readonly at: number }
   | ClientReport
-  | { readonly type: 'closed'; readonly forced: number };
+  | { readonly type: 'closed'; readonly forced: number }
+  | { readonly type: 'floor-connected'; readonly connections: number; readonly failed: number };

@@ -19,11 +19,13 @@ export interface FailedMessage {
   readonly error: string;
 }
 
-export type RequestType = 'cpu' | 'memory' | 'profile-start' | 'profile-stop' | 'stop';
+export type RequestType = 'cpu' | 'memory' | 'profile-start' | 'profile-stop' | 'stop' | 'broadcast';
 
 export interface RequestMessage {
   readonly id: number;
   readonly type: RequestType;
+  /** What the request is about, for the requests that need it (the fan-out floor's `broadcast`). */
+  readonly arg?: unknown;
 }
 
 export type ReplyMessage =
@@ -49,7 +51,7 @@ export interface MemoryReading {
   readonly collected: boolean;
 }
 
-type Handlers = Partial<Record<Exclude<RequestType, 'stop' | 'cpu'>, () => Promise<unknown>>>;
+type Handlers = Partial<Record<Exclude<RequestType, 'stop' | 'cpu'>, (arg?: unknown) => Promise<unknown>>>;
 
 function send(message: ChildMessage): void {
   process.send?.(message);
@@ -84,7 +86,7 @@ export function serveParent(ready: Omit<ReadyMessage, 'type'>, close: () => Prom
           await shutdown();
           return;
         }
-        const value: unknown = raw.type === 'cpu' ? process.cpuUsage() : await handlers[raw.type]?.();
+        const value: unknown = raw.type === 'cpu' ? process.cpuUsage() : await handlers[raw.type]?.(raw.arg);
         send({ id: raw.id, ok: true, value: value ?? null });
       } catch (error) {
         send({ id: raw.id, ok: false, error: error instanceof Error ? error.message : String(error) });

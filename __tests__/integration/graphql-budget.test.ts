@@ -3,6 +3,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { subscriber } from '../helpers/subscriber.js';
 import { codeOf, send, TRANSPORTS } from '../helpers/transports.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -129,5 +130,47 @@ describe('persisted queries (APQ) on every transport', () => {
       lookup = await send(server.url, 'post', { extensions: first });
     }
     assert.equal(codeOf(lookup), 'PERSISTED_QUERY_NOT_FOUND');
+  });
+});
+
+describe('a subscription spends the rate budget once, when it subscribes', () => {
+  const BUDGET = 3;
+  let server: TestServer;
+  let users: { alice: string; bob: string; carol: string };
+  beforeAll(async () => {
+    server = await startTestServer({ RATE_LIMIT_POINTS: String(BUDGET), RATE_LIMIT_WINDOW_S: '600' });
+    users = await server.users();
+  });
+  afterAll(() => server.close());
+
+  test('a staff subscriber receives more events than its budget holds points, and its budget is unchanged', async () => {
+    const listening = server.nextSubscription();
+    const carol = subscriber(server.url, users.carol);
+    const sub = carol.subscribe('subscription { orderCreated { id } }');
+    await listening;
+    // Other users' writes, each charged to its writer (one point each): twice the subscriber's budget in events.
+    const placed: string[] = [];
+    for (const writer of [users.alice, users.bob]) {
+      for (let i = 0; i < BUDGET; i++) {
+        const res = await server.gql(
+          'mutation { createOrder(input: { items: [{ sku: "KB-001", qty: 1 }] }) { id } }',
+          {},
+          { token: writer },
+        );
+        assert.equal(res.body.errors, undefined, JSON.stringify(res.body.errors));
+        placed.push((res.body.data as { createOrder: { id: string } }).createOrder.id);
+      }
+    }
+    await sub.next(2 * BUDGET);
+    assert.deepEqual(
+      sub.received.map((r) => (r.data as { orderCreated: { id: string } }).orderCreated.id),
+      placed,
+    );
+    assert.ok(sub.received.every((r) => r.errors === undefined));
+    // One point for the subscribe, one for this query: the events cost carol nothing.
+    const res = await server.gql('{ viewer { subject } }', {}, { token: users.carol });
+    assert.equal(res.body.errors, undefined);
+    assert.equal((res.body as { extensions?: { cost: { remaining: number } } }).extensions?.cost.remaining, BUDGET - 2);
+    await carol.dispose();
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { request, type IncomingMessage } from 'node:http';
+import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
 import { http } from '../helpers/http.js';
@@ -59,10 +60,12 @@ describe('the server process', () => {
   let child: ChildProcessWithoutNullStreams;
   const dataDir = testDataDir();
   let logs: ReturnType<typeof logWatcher>;
+  let stderr = '';
   let url: string;
   beforeAll(async () => {
     child = spawnMain({ PORT: '0', DATA_DIR: dataDir.dataDir, LOG_LEVEL: 'info', NODE_ENV: 'development' });
     logs = logWatcher(child);
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const started = await logs.waitFor('orders-api listening');
     url = String(started.url);
   });
@@ -82,6 +85,26 @@ describe('the server process', () => {
     const ready = await http(url).get('/readyz');
     assert.equal(ready.status, 200);
     assert.deepEqual(ready.body, { status: 'ready' });
+  });
+
+  test('a WebSocket frame over the 64 KiB limit closes the socket with 1009 and logs one line, no stack trace', async () => {
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
+    await once(ws, 'open');
+    const closed = once(ws, 'close') as Promise<[number, Buffer]>;
+    ws.send('x'.repeat(64 * 1024 + 1));
+    const [code] = await closed;
+    assert.equal(code, 1009);
+    await logs.waitForText(/"msg":"WebSocket closed: Max payload size exceeded"/);
+    const line = logs
+      .all()
+      .split('\n')
+      .find((l) => l.includes('"msg":"WebSocket closed: Max payload size exceeded"'))!;
+    assert.equal(JSON.parse(line).level, 40);
+    assert.equal(JSON.parse(line).code, 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH');
+    // Nothing outside the JSON log: no console.error, no stack frame anywhere.
+    assert.doesNotMatch(logs.all(), /\n\s+at /);
+    assert.doesNotMatch(stderr, /Internal error|\s+at /);
+    for (const l of logs.all().split('\n').filter(Boolean)) assert.match(l, /^\{.*\}$/);
   });
 
   test('echoes a request id and logs requests without credentials', async () => {

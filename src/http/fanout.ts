@@ -131,13 +131,6 @@ export function createFanout(deps: { pipeline: Pipeline; metrics: Metrics; logge
     corked.clear();
   };
 
-  async function slice() {
-    if (++writes < SLICE) return;
-    writes = 0;
-    flush();
-    await nextTurn();
-  }
-
   async function run(group: Group, event: OrderEvent) {
     // A fresh context per event: the resolver gives it new loaders and the event id.
     const context: Context = { ...group.context };
@@ -164,7 +157,12 @@ export function createFanout(deps: { pipeline: Pipeline; metrics: Metrics; logge
       } else {
         member.write(head, event.id);
       }
-      await slice();
+      // Checked here rather than awaited on every write: an await per member costs a promise and a microtask.
+      if (++writes >= SLICE) {
+        writes = 0;
+        flush();
+        await nextTurn();
+      }
     }
     flush();
   }
@@ -250,11 +248,11 @@ export function createFanout(deps: { pipeline: Pipeline; metrics: Metrics; logge
 export type Fanout = ReturnType<typeof createFanout>;
 
 /**
- * One unmasked WebSocket text frame (RFC 6455 §5.2: a server never masks) holding `parts` in order: the
- * frame ws would build for the same message, built with one copy of each part.
+ * One unmasked WebSocket text frame (RFC 6455 §5.2: a server never masks): `envelope` with `head` inserted at
+ * `split` — the frame ws would build for the same message, built with one copy of each part.
  */
-export function textFrame(before: Buffer, head: Buffer, after: Buffer): Buffer {
-  const length = before.length + head.length + after.length;
+export function textFrame(envelope: Buffer, split: number, head: Buffer): Buffer {
+  const length = envelope.length + head.length;
   const header = length < 126 ? 2 : length < 65536 ? 4 : 10;
   const frame = Buffer.allocUnsafe(header + length);
   frame[0] = 0x81; // FIN, opcode 1 (text)
@@ -266,9 +264,9 @@ export function textFrame(before: Buffer, head: Buffer, after: Buffer): Buffer {
     frame[1] = 127;
     frame.writeBigUInt64BE(BigInt(length), 2);
   }
-  before.copy(frame, header);
-  head.copy(frame, header + before.length);
-  after.copy(frame, header + before.length + head.length);
+  envelope.copy(frame, header, 0, split);
+  head.copy(frame, header + split);
+  envelope.copy(frame, header + split + head.length, split);
   return frame;
 }
 

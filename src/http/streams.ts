@@ -67,7 +67,11 @@ export function idleTimer(ms: number, onIdle: () => void) {
       timer = setTimeout(onIdle, ms);
       timer.unref();
     },
-    busy: () => clearTimeout(timer),
+    busy() {
+      // Let go of the cleared timer too: a busy connection holds none.
+      clearTimeout(timer);
+      timer = undefined;
+    },
   };
 }
 
