@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import pg from 'pg';
 import request from 'supertest';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
 import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
@@ -334,6 +335,57 @@ describe('result cache across two replicas', () => {
     assert.deepEqual(await top(carol), { id: created, state: 'CANCELLED' });
     assert.deepEqual(await top(alice), { id: created, state: 'CANCELLED' });
     await sub.client.dispose();
+  });
+});
+
+/** Resolves once `check` holds, looking again after each short pause (a condition, bounded by the test's timeout). */
+async function until(check: () => Promise<boolean>) {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+// A read held up in the database while an event arrives needs a second connection to hold it: PostgreSQL only.
+(process.env.DATABASE_URL ? describe : describe.skip)('result cache race guard (PostgreSQL)', () => {
+  let server: TestServer;
+  let locker: pg.Client;
+  beforeAll(async () => {
+    server = await startTestServer({ RESULT_CACHE: 'on' });
+    locker = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await locker.connect();
+    await locker.query(`set search_path to "${server.schema}"`);
+  });
+  afterAll(async () => {
+    await locker.end();
+    await server.close();
+  });
+
+  test('a result read before an order event and finished after it is not stored', async () => {
+    const carol = await server.token('carol');
+    await createOrder(server, await server.token('alice')); // an event row to copy below
+    const query = '{ recentOrders(first: 2) { id } }';
+    const stale = await server.counter('result_cache_stale_stores_total');
+    const flushes = await server.counter('result_cache_flushes_total');
+    await locker.query('begin');
+    await locker.query('lock table orders in access exclusive mode');
+    const reading = post(server, query, undefined, carol).then((res) => res);
+    await until(
+      async () =>
+        (await locker.query(`select 1 from pg_locks where not granted and relation = 'orders'::regclass`)).rowCount! >
+        0,
+    );
+    // An order event from "another replica": a row in the outbox, which this replica's bus picks up by polling.
+    await server.running.app.db.query(
+      `insert into order_events (kind, order_id, customer_id, payload)
+       select kind, order_id, customer_id, payload from order_events where id = (select max(id) from order_events)`,
+    );
+    await until(async () => (await server.counter('result_cache_flushes_total')) > flushes);
+    await locker.query('commit');
+    const res = await reading;
+    assert.equal(res.status, 200);
+    assert.equal(((res.body as Body).data!.recentOrders as unknown[]).length, 2);
+    assert.equal((await server.counter('result_cache_stale_stores_total')) - stale, 1);
+    const misses = await server.counter('result_cache_misses_total');
+    await post(server, query, undefined, carol).expect(200);
+    assert.equal((await server.counter('result_cache_misses_total')) - misses, 1, 'the next read executes');
   });
 });
 
