@@ -387,6 +387,33 @@ async function until(check: () => Promise<boolean>) {
     await post(server, query, undefined, carol).expect(200);
     assert.equal((await server.counter('result_cache_misses_total')) - misses, 1, 'the next read executes');
   });
+
+  test('identical queries arriving while one executes wait for it and run no SQL of their own', async () => {
+    const carol = await server.token('carol');
+    const query = '{ recentOrders(first: 4) { id state } }';
+    const before = await cacheCounters(server);
+    const coalesced = await server.counter('result_cache_coalesced_total');
+    await locker.query('begin');
+    await locker.query('lock table orders in access exclusive mode');
+    const first = post(server, query, undefined, carol).then((res) => res);
+    const waitingOnLock = async () =>
+      (await locker.query(`select 1 from pg_locks where not granted and relation = 'orders'::regclass`)).rowCount!;
+    await until(async () => (await waitingOnLock()) === 1);
+    const others = [post(server, query, undefined, carol), post(server, query, undefined, carol)].map((p) =>
+      p.then((res) => res),
+    );
+    await until(async () => (await server.counter('result_cache_waiting')) === 2);
+    assert.equal(await waitingOnLock(), 1, 'only the first reached the database');
+    await locker.query('commit');
+    const [a, b, c] = [await first, ...(await Promise.all(others))];
+    for (const res of [a, b, c]) assert.equal(res!.status, 200);
+    assert.equal(dataBytes(b!.text), dataBytes(a!.text));
+    assert.equal(dataBytes(c!.text), dataBytes(a!.text));
+    const after = await cacheCounters(server);
+    assert.deepEqual({ hits: after.hits - before.hits, misses: after.misses - before.misses }, { hits: 2, misses: 1 });
+    assert.equal((await server.counter('result_cache_coalesced_total')) - coalesced, 2);
+    assert.equal(await server.counter('result_cache_waiting'), 0);
+  });
 });
 
 function remainingOf(text: string): number {

@@ -57,6 +57,15 @@ interface Ticket {
   readonly docHash: string;
   readonly epoch: number;
   readonly variables: Record<string, unknown> | undefined;
+  /** Identical requests that arrive meanwhile wait for this one's result instead of executing too. */
+  readonly flight: Flight;
+}
+
+/** One execution of a key that others may wait for: settled with the stored entry, or nothing if none was stored. */
+interface Flight {
+  readonly epoch: number;
+  readonly done: Promise<Entry | undefined>;
+  settle(entry: Entry | undefined): void;
 }
 
 interface Pending {
@@ -114,6 +123,20 @@ export function createResultCache(deps: {
     help: 'Result cache entries removed by order events.',
     registers: [registry],
   });
+  const coalesced = new Counter({
+    name: 'result_cache_coalesced_total',
+    help: 'Hits that waited for an identical query already executing, instead of executing it again.',
+    registers: [registry],
+  });
+  let waitingNow = 0;
+  new Gauge({
+    name: 'result_cache_waiting',
+    help: 'Requests waiting now for an identical query that is executing.',
+    registers: [registry],
+    collect() {
+      this.set(waitingNow);
+    },
+  });
   const staleStores = new Counter({
     name: 'result_cache_stale_stores_total',
     help: 'Results not stored because an order event arrived while they were computed.',
@@ -153,6 +176,22 @@ export function createResultCache(deps: {
       this.set(entries.calculatedSize);
     },
   });
+
+  const flights = new Map<string, Flight>();
+  function startFlight(key: string): Flight {
+    let resolve!: (entry: Entry | undefined) => void;
+    const done = new Promise<Entry | undefined>((r) => (resolve = r));
+    const flight: Flight = {
+      epoch,
+      done,
+      settle(entry) {
+        if (flights.get(key) === flight) flights.delete(key);
+        resolve(entry);
+      },
+    };
+    flights.set(key, flight);
+    return flight;
+  }
 
   /** Bumped by every order event: a result computed across a bump may predate the change, and is not stored. */
   let epoch = 0;
@@ -289,19 +328,34 @@ export function createResultCache(deps: {
         res.locals.graphqlContext = ctx;
         const described = describe(req, ctx.principal);
         if (!described) return next();
-        (ctx as Carried)[TICKET] = { ...described, epoch };
+        const serve = (entry: Entry) =>
+          pipeline.admit(entry.document, entry.operation, entry.variables, ctx).then((admission) => {
+            if (admission.ok) return sendHit(res, entry, admission);
+            (ctx as Carried)[ADMISSION] = admission;
+            next();
+          });
+        const execute = () => {
+          const flight = startFlight(described.key);
+          (ctx as Carried)[TICKET] = { ...described, epoch, flight };
+          // Whatever becomes of the request (an error before Apollo's last hook, a closed connection), its waiters go on.
+          res.once('close', () => flight.settle(undefined));
+          next();
+        };
         const entry = entries.get(described.key);
-        if (!entry) return next();
-        pipeline.admit(entry.document, entry.operation, entry.variables, ctx).then(
-          (admission) => {
-            if (!admission.ok) {
-              (ctx as Carried)[ADMISSION] = admission;
-              return next();
-            }
-            sendHit(res, entry, admission);
-          },
-          (error: unknown) => next(error),
-        );
+        if (entry) return void serve(entry).catch(next);
+        // Only a flight that began after the last order event may answer: it read everything committed before it.
+        const flight = flights.get(described.key);
+        if (!flight || flight.epoch !== epoch) return execute();
+        waitingNow++;
+        flight.done
+          .finally(() => waitingNow--)
+          .then((stored) => {
+            // An order event while waiting: the result may predate it, so this request reads for itself.
+            if (!stored || (stored.partition !== null && epoch !== flight.epoch)) return execute();
+            coalesced.inc();
+            return serve(stored);
+          })
+          .catch(next);
       };
     },
 
@@ -331,21 +385,29 @@ export function createResultCache(deps: {
       },
     ) {
       const ticket = (ctx as Carried)[TICKET];
-      if (!ticket || request.operation?.operation !== 'query' || !request.document) return;
+      if (!ticket) return;
+      const document = request.document;
+      const operation = request.operation;
+      if (operation?.operation !== 'query' || !document) return ticket.flight.settle(undefined);
       misses.inc();
       const result = response.body.kind === 'single' ? response.body.singleResult : undefined;
-      if (!result || result.errors || !isRecord(result.data)) return;
-      if ((response.http.status ?? 200) !== 200 || request.queryHash !== ticket.docHash) return;
-      const partition = partitionOf(request.document, ctx.principal);
+      const storable =
+        result &&
+        !result.errors &&
+        isRecord(result.data) &&
+        (response.http.status ?? 200) === 200 &&
+        request.queryHash === ticket.docHash;
+      if (!storable) return ticket.flight.settle(undefined);
+      const partition = partitionOf(document, ctx.principal);
       if (partition !== null && epoch !== ticket.epoch) {
         staleStores.inc();
-        return;
+        return ticket.flight.settle(undefined);
       }
-      pending.set(result.data, {
+      pending.set(result!.data as object, {
         ticket,
         headers: response.http.headers,
-        document: request.document,
-        operation: request.operation,
+        document,
+        operation,
         partition,
         public: request.overallPublic,
       });
@@ -384,12 +446,17 @@ export function createResultCache(deps: {
           size,
         };
         entries.set(ticket.key, entry);
-        if (marked.partition !== null && entries.has(ticket.key)) {
+        const stored = entries.has(ticket.key);
+        if (marked.partition !== null && stored) {
           let keys = byPartition.get(marked.partition);
           if (!keys) byPartition.set(marked.partition, (keys = new Set()));
           keys.add(ticket.key);
         }
-      } else staleStores.inc();
+        ticket.flight.settle(stored ? entry : undefined);
+      } else {
+        staleStores.inc();
+        ticket.flight.settle(undefined);
+      }
       return bodyOf(data, extensions, cost as CostReport | undefined);
     },
 
