@@ -61,11 +61,15 @@ interface Ticket {
   readonly flight: Flight;
 }
 
-/** One execution of a key that others may wait for: settled with the stored entry, or nothing if none was stored. */
+/**
+ * One execution of a key that others may wait for: settled with the stored entry; 'stale' when an order event made
+ * its result unfit to store (waiters look again); or nothing when it was not storable at all (waiters execute).
+ */
+type Outcome = Entry | 'stale' | undefined;
 interface Flight {
   readonly epoch: number;
-  readonly done: Promise<Entry | undefined>;
-  settle(entry: Entry | undefined): void;
+  readonly done: Promise<Outcome>;
+  settle(outcome: Outcome): void;
 }
 
 interface Pending {
@@ -179,14 +183,14 @@ export function createResultCache(deps: {
 
   const flights = new Map<string, Flight>();
   function startFlight(key: string): Flight {
-    let resolve!: (entry: Entry | undefined) => void;
-    const done = new Promise<Entry | undefined>((r) => (resolve = r));
+    let resolve!: (outcome: Outcome) => void;
+    const done = new Promise<Outcome>((r) => (resolve = r));
     const flight: Flight = {
       epoch,
       done,
-      settle(entry) {
+      settle(outcome) {
         if (flights.get(key) === flight) flights.delete(key);
-        resolve(entry);
+        resolve(outcome);
       },
     };
     flights.set(key, flight);
@@ -341,21 +345,26 @@ export function createResultCache(deps: {
           res.once('close', () => flight.settle(undefined));
           next();
         };
-        const entry = entries.get(described.key);
-        if (entry) return void serve(entry).catch(next);
-        // Only a flight that began after the last order event may answer: it read everything committed before it.
-        const flight = flights.get(described.key);
-        if (!flight || flight.epoch !== epoch) return execute();
-        waitingNow++;
-        flight.done
-          .finally(() => waitingNow--)
-          .then((stored) => {
-            // An order event while waiting: the result may predate it, so this request reads for itself.
-            if (!stored || (stored.partition !== null && epoch !== flight.epoch)) return execute();
-            coalesced.inc();
-            return serve(stored);
-          })
-          .catch(next);
+        const lookup = (): void => {
+          const entry = entries.get(described.key);
+          if (entry) return void serve(entry).catch(next);
+          // Only a flight that began after the last order event may answer: it read everything committed before it.
+          const flight = flights.get(described.key);
+          if (!flight || flight.epoch !== epoch) return execute();
+          waitingNow++;
+          flight.done
+            .finally(() => waitingNow--)
+            .then((outcome) => {
+              // Not storable (an error, say): each waiter runs its own request, as without the cache.
+              if (outcome === undefined) return execute();
+              // An order event while waiting: the result may predate it, so look again (a newer flight, or execute).
+              if (outcome === 'stale' || (outcome.partition !== null && epoch !== flight.epoch)) return lookup();
+              coalesced.inc();
+              return serve(outcome);
+            })
+            .catch(next);
+        };
+        lookup();
       };
     },
 
@@ -401,7 +410,7 @@ export function createResultCache(deps: {
       const partition = partitionOf(document, ctx.principal);
       if (partition !== null && epoch !== ticket.epoch) {
         staleStores.inc();
-        return ticket.flight.settle(undefined);
+        return ticket.flight.settle('stale');
       }
       pending.set(result!.data as object, {
         ticket,
@@ -455,7 +464,7 @@ export function createResultCache(deps: {
         ticket.flight.settle(stored ? entry : undefined);
       } else {
         staleStores.inc();
-        ticket.flight.settle(undefined);
+        ticket.flight.settle('stale');
       }
       return bodyOf(data, extensions, cost as CostReport | undefined);
     },
