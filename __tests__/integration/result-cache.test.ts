@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import pg from 'pg';
 import request from 'supertest';
@@ -117,6 +118,22 @@ describe('result cache (RESULT_CACHE=on)', () => {
     const after = await cacheCounters(server);
     assert.equal(after.hits - before.hits, 1);
     assert.equal(after.misses - before.misses, 1);
+  });
+
+  test('a persisted query sent by hash alone hits the entry its full text stored', async () => {
+    const query = '{ products { sku priceCents } }';
+    const hash = createHash('sha256').update(query).digest('hex');
+    const extensions = JSON.stringify({ persistedQuery: { version: 1, sha256Hash: hash } });
+    const before = await cacheCounters(server);
+    const full = await request(server.url)
+      .get(`/graphql?query=${encodeURIComponent(query)}&extensions=${encodeURIComponent(extensions)}`)
+      .expect(200);
+    const byHash = await request(server.url)
+      .get(`/graphql?extensions=${encodeURIComponent(extensions)}`)
+      .expect(200);
+    assert.equal(dataBytes(byHash.text), dataBytes(full.text));
+    const after = await cacheCounters(server);
+    assert.deepEqual({ hits: after.hits - before.hits, misses: after.misses - before.misses }, { hits: 1, misses: 1 });
   });
 
   test('alice, bob, staff and anonymous callers never get one another’s responses', async () => {
