@@ -224,7 +224,9 @@ describe('result cache (RESULT_CACHE=on)', () => {
       assert.equal((res.body as Body).errors?.[0]?.extensions?.code, 'BAD_USER_INPUT');
     }
     await createOrder(server, alice);
-    await createOrder(server, alice);
+    // The same mutation twice at once: two orders, neither answered from the other.
+    const [x, y] = await Promise.all([createOrder(server, alice), createOrder(server, alice)]);
+    assert.notEqual(x, y);
     const after = await cacheCounters(server);
     assert.equal(after.hits - before.hits, 0);
     assert.equal(after.misses - before.misses, 2, 'the two failed queries were looked up; mutations are not');

@@ -55,6 +55,8 @@ interface Entry {
 interface Ticket {
   readonly key: string;
   readonly docHash: string;
+  /** The document's hash and the operation name the request chose. */
+  readonly operation: string;
   readonly epoch: number;
   readonly variables: Record<string, unknown> | undefined;
   /** Identical requests that arrive meanwhile wait for this one's result instead of executing too. */
@@ -182,6 +184,11 @@ export function createResultCache(deps: {
   });
 
   const flights = new Map<string, Flight>();
+  /**
+   * Operations (document hash and operation name) seen to be mutations: their requests skip the cache entirely, so
+   * identical mutations sent at once do not wait for one another. Bounded; one that falls out is learnt again.
+   */
+  const mutations = new Set<string>();
   function startFlight(key: string): Flight {
     let resolve!: (outcome: Outcome) => void;
     const done = new Promise<Outcome>((r) => (resolve = r));
@@ -257,7 +264,7 @@ export function createResultCache(deps: {
   function describe(
     req: Request,
     principal: Principal,
-  ): { key: string; docHash: string; variables: Record<string, unknown> | undefined } | undefined {
+  ): { key: string; docHash: string; operation: string; variables: Record<string, unknown> | undefined } | undefined {
     let params: Record<string, unknown>;
     let variables: unknown;
     if (req.method === 'GET') {
@@ -304,7 +311,7 @@ export function createResultCache(deps: {
       visibilityOf(principal),
     ]);
     if (key.length > options.maxKeyBytes) return undefined;
-    return { key, docHash, variables: vars };
+    return { key, docHash, operation: `${docHash} ${operationName}`, variables: vars };
   }
 
   /** The stored response with this request's own cost and rate-limit headers (none on a PUBLIC one, as on a miss). */
@@ -331,7 +338,7 @@ export function createResultCache(deps: {
         // Apollo's context function takes this one, so the ticket and any admission made here go with it.
         res.locals.graphqlContext = ctx;
         const described = describe(req, ctx.principal);
-        if (!described) return next();
+        if (!described || mutations.has(described.operation)) return next();
         const serve = (entry: Entry) =>
           pipeline.admit(entry.document, entry.operation, entry.variables, ctx).then((admission) => {
             if (admission.ok) return sendHit(res, entry, admission);
@@ -397,7 +404,13 @@ export function createResultCache(deps: {
       if (!ticket) return;
       const document = request.document;
       const operation = request.operation;
-      if (operation?.operation !== 'query' || !document) return ticket.flight.settle(undefined);
+      if (operation?.operation !== 'query' || !document) {
+        if (operation?.operation === 'mutation') {
+          if (mutations.size >= 1000) mutations.delete(mutations.values().next().value!);
+          mutations.add(ticket.operation);
+        }
+        return ticket.flight.settle(undefined);
+      }
       misses.inc();
       const result = response.body.kind === 'single' ? response.body.singleResult : undefined;
       const storable =
