@@ -261,6 +261,7 @@ async function runCacheMix(opts: {
     BENCH_OIDC_ISSUER: opts.issuer,
     NODE_ENV: 'production',
     RESULT_CACHE: 'on',
+    BENCH_PROFILE_DIR: options.profile ? profileDir : undefined,
   });
   try {
     log(`app (production, RESULT_CACHE=on) listening at ${cached.ready.url}; measuring ${MIX_NAME}`);
@@ -272,8 +273,14 @@ async function runCacheMix(opts: {
     const metricsUrl = cached.ready.metricsUrl ?? url;
     const before = await readCounters(metricsUrl);
     const cpuBefore = await cached.cpu();
+    if (options.profile) await cached.request('profile-start');
     const stats = await runMix({ ...mix, seconds: options.seconds, amount });
     const server = (cpuMicros(await cached.cpu()) - cpuMicros(cpuBefore)) / 1000;
+    if (options.profile) {
+      const path = join(profileDir, `production-${MIX_NAME}.cpuprofile`);
+      await rename((await cached.request('profile-stop')) as string, path);
+      console.log(`\n${renderProfile(`production ${MIX_NAME}`, path, await summarizeProfile(path))}`);
+    }
     await sleep(stats.cutShort ? 1000 : 100);
     const counted = difference(await readCounters(metricsUrl), before);
     const floor = await measure(opts.floor, { ...opts.list.request(opts.floor.ready.url) }, false);
