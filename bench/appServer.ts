@@ -47,6 +47,8 @@ try {
     ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
     // The bench measures throughput from a few users; the rate budget would refuse most of it.
     RATE_LIMIT_POINTS: process.env.RATE_LIMIT_POINTS ?? '1000000000',
+    // The result-cache mix runs a replica of its own with RESULT_CACHE=on.
+    ...(process.env.RESULT_CACHE ? { RESULT_CACHE: process.env.RESULT_CACHE } : {}),
     // The fan-out bench opens thousands of WebSockets from one address.
     ...(process.env.WS_MAX_PER_IP ? { WS_MAX_PER_IP: process.env.WS_MAX_PER_IP } : {}),
     ...(externalIssuer

@@ -6,6 +6,9 @@ export interface Counters {
   readonly graphqlRequests: number;
   /** graphql_errors_total over all codes: errors that ride inside 200 responses (0 for the floor). */
   readonly graphqlErrors: number;
+  /** result_cache_hits_total and result_cache_misses_total (0 without RESULT_CACHE=on, and for the floor). */
+  readonly cacheHits: number;
+  readonly cacheMisses: number;
 }
 
 export async function readCounters(baseUrl: string): Promise<Counters> {
@@ -22,6 +25,8 @@ export async function readCounters(baseUrl: string): Promise<Counters> {
     sql: sum('sql_statements_total'),
     graphqlRequests: sum('http_requests_total', { route: '/graphql' }),
     graphqlErrors: sum('graphql_errors_total'),
+    cacheHits: sum('result_cache_hits_total'),
+    cacheMisses: sum('result_cache_misses_total'),
   };
 }
 
@@ -30,6 +35,8 @@ export function difference(after: Counters, before: Counters): Counters {
     sql: after.sql - before.sql,
     graphqlRequests: after.graphqlRequests - before.graphqlRequests,
     graphqlErrors: after.graphqlErrors - before.graphqlErrors,
+    cacheHits: after.cacheHits - before.cacheHits,
+    cacheMisses: after.cacheMisses - before.cacheMisses,
   };
 }
 

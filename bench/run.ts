@@ -29,6 +29,7 @@ import { difference, readCounters } from './metrics.js';
 import { renderProfile, summarizeProfile, type ProfileSummary } from './profile.js';
 import { problemsOf, renderTables, type ScenarioResult, type SideResult } from './report.js';
 import { scenarioCatalogue, scenarios, type Scenario } from './scenarios.js';
+import { MIX_READS_PER_WRITE, runMix, type MixStats } from './mix.js';
 
 // A separate bench with its own options: WebSocket subscription fan-out (see bench/fanout.ts).
 if (process.argv.includes('--fanout')) {
@@ -40,6 +41,9 @@ if (process.argv.includes('--abuse')) {
   const { runAbuse } = await import('./abuse.js');
   process.exit(await runAbuse(process.argv.slice(2).filter((a) => a !== '--abuse')));
 }
+
+/** The result-cache scenario's name for --only: 95 % reads of the list of 100, 5 % writes, RESULT_CACHE=on. */
+const MIX_NAME = 'cache-mix';
 
 const USAGE = `usage: npm run bench -- [options]
   --duration <s>      about how long each measured run lasts (default 8): it sends the number of
@@ -62,6 +66,8 @@ scenarios (--only):
 ${scenarioCatalogue()
   .map(({ name, description }) => `  ${name.padEnd(18)}  ${description}`)
   .join('\n')}
+  ${MIX_NAME.padEnd(18)}  list of 100 (staff) and createOrder (alice), 19 to 1, on a replica with RESULT_CACHE=on,
+                      against the floor's list of 100 (production replica only)
 
 needs PostgreSQL at DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test); REDIS_URL is used when set`;
 
@@ -221,6 +227,121 @@ async function measure(
   };
 }
 
+interface CacheMixResult {
+  readonly description: string;
+  readonly app: {
+    readonly stats: MixStats;
+    readonly sqlPerRequest: number;
+    readonly cpuUsPerRequest: number;
+    readonly hits: number;
+    readonly misses: number;
+    readonly hitRate: number;
+  };
+  readonly floor: SideResult;
+  readonly throughputRatio: number;
+  readonly cpuPerRequestRatio: number;
+  readonly loadAverage: number[];
+  readonly problems: string[];
+}
+
+/**
+ * The result-cache target: a third replica, production as the measured one but with RESULT_CACHE=on, under 19 reads
+ * of the staff list of 100 to 1 createOrder, against the floor's list of 100 measured right after it.
+ */
+async function runCacheMix(opts: {
+  issuer: string;
+  appEnv: Record<string, string | undefined>;
+  floor: ServerChild;
+  staffToken: string;
+  writerToken: string;
+  list: Scenario;
+}): Promise<CacheMixResult> {
+  const cached = await startChild('app (production, result cache)', './appServer.ts', {
+    ...opts.appEnv,
+    BENCH_OIDC_ISSUER: opts.issuer,
+    NODE_ENV: 'production',
+    RESULT_CACHE: 'on',
+    BENCH_PROFILE_DIR: options.profile ? profileDir : undefined,
+  });
+  try {
+    log(`app (production, RESULT_CACHE=on) listening at ${cached.ready.url}; measuring ${MIX_NAME}`);
+    const url = cached.ready.url;
+    const mix = { url, staffToken: opts.staffToken, writerToken: opts.writerToken, connections: options.connections };
+    const warm = await runMix({ ...mix, seconds: options.warmupSeconds });
+    const amount = Math.max(options.connections * (MIX_READS_PER_WRITE + 1), Math.round(warm.rps * options.seconds));
+    await sleep(200);
+    const metricsUrl = cached.ready.metricsUrl ?? url;
+    const before = await readCounters(metricsUrl);
+    const cpuBefore = await cached.cpu();
+    if (options.profile) await cached.request('profile-start');
+    const stats = await runMix({ ...mix, seconds: options.seconds, amount });
+    const server = (cpuMicros(await cached.cpu()) - cpuMicros(cpuBefore)) / 1000;
+    if (options.profile) {
+      const path = join(profileDir, `production-${MIX_NAME}.cpuprofile`);
+      await rename((await cached.request('profile-stop')) as string, path);
+      console.log(`\n${renderProfile(`production ${MIX_NAME}`, path, await summarizeProfile(path))}`);
+    }
+    await sleep(stats.cutShort ? 1000 : 100);
+    const counted = difference(await readCounters(metricsUrl), before);
+    const floor = await measure(opts.floor, { ...opts.list.request(opts.floor.ready.url) }, false);
+    const served = counted.graphqlRequests;
+    const looked = counted.cacheHits + counted.cacheMisses;
+    const problems = [
+      ...(warm.non2xx || warm.errors || warm.failed
+        ? [`app warm-up: ${warm.non2xx} non-2xx, ${warm.failed} failed`]
+        : []),
+      ...(stats.non2xx ? [`app: ${stats.non2xx} non-2xx`] : []),
+      ...(stats.errors ? [`app: ${stats.errors} connection errors/timeouts`] : []),
+      ...(stats.failed ? [`app: ${stats.failed} responses with GraphQL errors or no order`] : []),
+      ...(stats.staleReads ? [`app: ${stats.staleReads} stale reads`] : []),
+      ...(stats.cutShort ? ['app: stopped by the time limit'] : []),
+      ...floor.warmupProblems.map((p) => `floor ${p}`),
+      ...problemsOf('floor', floor.result),
+    ];
+    const result: CacheMixResult = {
+      description: `POST list of 100 as staff ×${MIX_READS_PER_WRITE}, createOrder as alice ×1, RESULT_CACHE=on`,
+      app: {
+        stats,
+        sqlPerRequest: served ? counted.sql / served : 0,
+        cpuUsPerRequest: served ? (1000 * server) / served : 0,
+        hits: counted.cacheHits,
+        misses: counted.cacheMisses,
+        hitRate: looked ? counted.cacheHits / looked : 0,
+      },
+      floor: floor.result,
+      throughputRatio: floor.result.stats.rps ? stats.rps / floor.result.stats.rps : 0,
+      cpuPerRequestRatio: floor.result.cpuUsPerRequest
+        ? (served ? (1000 * server) / served : 0) / floor.result.cpuUsPerRequest
+        : 0,
+      loadAverage: os.loadavg(),
+      problems,
+    };
+    log(
+      `${MIX_NAME}: app ${Math.round(stats.rps)} req/s, floor ${Math.round(floor.result.stats.rps)} req/s ` +
+        `(ratio ${result.throughputRatio.toFixed(2)}), hit rate ${(100 * result.app.hitRate).toFixed(1)} %, ` +
+        `stale reads ${stats.staleReads} of ${stats.checkedReads}${problems.length ? ' — FLAGGED' : ''}`,
+    );
+    return result;
+  } finally {
+    await cached.stop();
+  }
+}
+
+function renderMix(r: CacheMixResult): string {
+  const a = r.app;
+  const s = a.stats;
+  return [
+    `Result cache, ${MIX_NAME}: ${r.description}`,
+    `  app   ${Math.round(s.rps).toLocaleString('en-US')} req/s (${s.reads} reads, ${s.writes} writes), p50 ${s.p50Ms.toFixed(1)} ms, ` +
+      `p99 ${s.p99Ms.toFixed(1)} ms, SQL/req ${a.sqlPerRequest.toFixed(2)}, CPU ${Math.round(a.cpuUsPerRequest)} µs/req`,
+    `  floor ${Math.round(r.floor.stats.rps).toLocaleString('en-US')} req/s (list of 100 only), CPU ${Math.round(r.floor.cpuUsPerRequest)} µs/req`,
+    `  ratio ${r.throughputRatio.toFixed(2)} req/s, ${r.cpuPerRequestRatio.toFixed(2)}× CPU/req; hit rate ` +
+      `${(100 * a.hitRate).toFixed(1)} % (${a.hits} hits, ${a.misses} misses); stale reads ${s.staleReads} of ` +
+      `${s.checkedReads} checked (max ${s.maxStaleMs.toFixed(1)} ms); load average ${r.loadAverage.map((l) => l.toFixed(1)).join(' ')}`,
+    ...(r.problems.length ? [`  FLAGGED: ${r.problems.join('; ')}`] : []),
+  ].join('\n');
+}
+
 async function main(): Promise<number> {
   log(`PostgreSQL ${redacted(databaseUrl)}, schema ${schema}${process.env.REDIS_URL ? ', with Redis' : ''}`);
   const appEnv = { DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema, REDIS_URL: process.env.REDIS_URL };
@@ -263,10 +384,10 @@ async function main(): Promise<number> {
   });
   log(`floor listening at ${floor.ready.url}`);
 
-  const chosen = scenarios({ staffToken, customerToken, customerOrderId: orderId }).filter(
-    (s) => !options.only || options.only.includes(s.name),
-  );
-  if (!chosen.length) throw new Error(`--only matched no scenario`);
+  const all = scenarios({ staffToken, customerToken, customerOrderId: orderId });
+  const chosen = all.filter((s) => !options.only || options.only.includes(s.name));
+  const mixChosen = options.production && (!options.only || options.only.includes(MIX_NAME));
+  if (!chosen.length && !mixChosen) throw new Error(`--only matched no scenario`);
 
   const profiles: { scenario: string; path: string; summary: ProfileSummary }[] = [];
   /** Every chosen scenario against one app instance, each beside a fresh floor run. */
@@ -311,6 +432,16 @@ async function main(): Promise<number> {
   }
   const results = await runScenarios(app, options.production ? 'production' : 'development');
   const development = options.production && options.development ? await runScenarios(idpApp, 'development') : [];
+  const cacheMix = mixChosen
+    ? await runCacheMix({
+        issuer,
+        appEnv,
+        floor,
+        staffToken,
+        writerToken: customerToken,
+        list: all.find((s) => s.name === 'recentOrders-100')!,
+      })
+    : undefined;
 
   const meta = {
     date: new Date().toISOString(),
@@ -342,6 +473,7 @@ async function main(): Promise<number> {
     );
     console.log(renderTables(development));
   }
+  if (cacheMix) console.log(`\n${renderMix(cacheMix)}`);
   for (const p of profiles) console.log(`\n${renderProfile(p.scenario, p.path, p.summary)}`);
 
   let exitCode = 0;
@@ -368,6 +500,7 @@ async function main(): Promise<number> {
         meta,
         results,
         development,
+        ...(cacheMix ? { cacheMix } : {}),
         profiles,
         ...(options.check !== undefined ? { check: { minRatio: options.check, failures } } : {}),
       },

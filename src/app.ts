@@ -10,6 +10,7 @@ import type { EmbeddedIdpOptions } from './auth/embeddedIdp.js';
 import { createSessionStore, deleteExpiredSessions } from './auth/sessions.js';
 import type { Config } from './config.js';
 import { DomainError, RETRY_AFTER_SECONDS } from './domain/errors.js';
+import type { EventChannel } from './domain/ports.js';
 import { createServices, type Services } from './domain/services.js';
 import { createAuthRouter } from './http/authRoutes.js';
 import { CLIENT_ERROR_CODES, clientError } from './http/clientErrors.js';
@@ -24,6 +25,7 @@ import { createPipeline } from './http/pipeline.js';
 import { createRateBudget, type RateBudget } from './http/rateBudget.js';
 import { problemPage, sendProblem } from './http/problems.js';
 import { createRestRouter } from './http/rest/index.js';
+import { createResultCache, type ResultCache } from './http/resultCache.js';
 import { securityHeaders } from './http/securityHeaders.js';
 import { buildSchema } from './http/schema.js';
 import { createSseRouter } from './http/sse.js';
@@ -50,13 +52,34 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   const metrics = createMetrics();
   db.onStatement = () => metrics.sqlStatements.inc();
   const bus = await createEventBus({ db, logger, pollMs: config.eventPollMs, ...(redis ? { redis } : {}) });
-  const services = countingSubscriptions(createServices(createStorage(db), bus), metrics);
+  // The result cache is flushed at commit on this replica, before the write's response leaves, and by the bus for
+  // every other replica's writes; `resultCache` is set below, before any request can write.
+  let resultCache: ResultCache | undefined;
+  const events: EventChannel = {
+    publish(event) {
+      resultCache?.onEvent(event, true);
+      bus.publish(event);
+    },
+    listen: (listener) => bus.listen(listener),
+  };
+  const services = countingSubscriptions(createServices(createStorage(db), events), metrics);
   const schema = buildSchema();
   const budget = countingRefusals(
     createRateBudget({ ...config.rateLimit, redis, namespace: db.identity, logger }),
     metrics,
   );
   const pipeline = createPipeline({ schema, config, budget, metrics, ...(redis ? { redis } : {}) });
+  if (config.resultCache.enabled) {
+    const cache = createResultCache({
+      schema,
+      pipeline,
+      metrics,
+      options: config.resultCache,
+      knownCustomerId: (subject) => services.customers.knownIdOf(subject),
+    });
+    bus.listen((event) => cache.onEvent(event));
+    resultCache = cache;
+  }
 
   const idp = config.oidc.issuer
     ? null
@@ -121,6 +144,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     pipeline,
     session: sessionAuth,
     trustedOrigins: trusted,
+    ...(resultCache ? { resultCache } : {}),
   });
 
   const fanout = createFanout({ pipeline, metrics, logger });

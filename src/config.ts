@@ -98,6 +98,14 @@ const EnvSchema = z.object({
   RATE_LIMIT_POINTS: z.coerce.number().int().min(1).default(5000),
   RATE_LIMIT_WINDOW_S: z.coerce.number().int().min(1).default(3600),
   EVENT_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
+  RESULT_CACHE: z.enum(['on', 'off']).default('off'),
+  RESULT_CACHE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(65_536)
+    .max(2 ** 34)
+    .default(32 * 2 ** 20),
+  RESULT_CACHE_TTL_S: z.coerce.number().int().min(1).max(86_400).default(60),
   WS_IDLE_TIMEOUT_S: z.coerce.number().int().min(1).max(86_400).default(60),
   WS_INIT_TIMEOUT_S: z.coerce.number().int().min(1).max(60).default(3),
   WS_MAX_PER_IP: z.coerce.number().int().min(1).default(50),
@@ -216,6 +224,10 @@ export interface Config {
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number };
   /** How often each replica reads the event outbox for what Redis did not bring (or, without Redis, everything). */
   readonly eventPollMs: number;
+  /** The GraphQL result cache (RESULT_CACHE=on): query responses in memory, flushed by order events. */
+  readonly resultCache:
+    | { readonly enabled: false }
+    | { readonly enabled: true; readonly maxBytes: number; readonly ttlSeconds: number; readonly maxKeyBytes: number };
   /** Bounds on long-lived connections (WebSocket and SSE); counts are per replica. */
   readonly streams: StreamLimits;
   /** Sign-ins in progress kept per client IP; the oldest gives way. */
@@ -306,6 +318,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     rateLimit: { points: e.RATE_LIMIT_POINTS, windowSeconds: e.RATE_LIMIT_WINDOW_S },
     // Tests run replicas without Redis, where the poll is the only path between them: they should not wait 5 s.
     eventPollMs: e.EVENT_POLL_MS ?? (e.NODE_ENV === 'test' ? 200 : 5000),
+    resultCache:
+      e.RESULT_CACHE === 'on'
+        ? { enabled: true, maxBytes: e.RESULT_CACHE_MAX_BYTES, ttlSeconds: e.RESULT_CACHE_TTL_S, maxKeyBytes: 4096 }
+        : { enabled: false },
     streams: {
       wsIdleTimeoutSeconds: e.WS_IDLE_TIMEOUT_S,
       wsInitTimeoutSeconds: e.WS_INIT_TIMEOUT_S,

@@ -174,3 +174,25 @@ describe('a subscription spends the rate budget once, when it subscribes', () =>
     await carol.dispose();
   });
 });
+
+describe('anonymous HTTP GraphQL callers each spend their own address’s budget', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    // One proxy hop trusted, so X-Forwarded-For names the client, as behind the compose nginx.
+    server = await startTestServer({ RATE_LIMIT_POINTS: '1', RATE_LIMIT_WINDOW_S: '600', TRUST_PROXY: '1' });
+  });
+  afterAll(() => server.close());
+
+  // Apollo runs each operation with a copy of the context it is given: the address must travel with the copy.
+  test('one address spending its budget leaves another’s untouched', async () => {
+    const ask = (address: string) =>
+      request(server.url).get('/graphql?query={products{sku}}').set('x-forwarded-for', address);
+    assert.equal((await ask('203.0.113.7')).status, 200);
+    const refused = await ask('203.0.113.7');
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.errors[0].extensions.code, 'RATE_LIMITED');
+    const other = await ask('198.51.100.9');
+    assert.equal(other.status, 200);
+    assert.equal(other.body.extensions.cost.remaining, 0);
+  });
+});

@@ -88,6 +88,7 @@ describe('the production build: prod dependencies only, NODE_ENV=production, an 
         OIDC_CLIENT_SECRET: 'orders-web-secret',
         OIDC_ALLOW_HTTP: 'true',
         DRAIN_DELAY_S: '0',
+        RESULT_CACHE: 'on',
       },
       { build: { cwd: app, entry: 'dist/src/main.js' } },
     );
@@ -135,6 +136,30 @@ describe('the production build: prod dependencies only, NODE_ENV=production, an 
       .send({ items: [{ sku: 'KB-001', qty: 1 }] })
       .expect(201);
     assert.match(created.headers['location']!, /\/v1\/orders\/ord_/);
+  });
+
+  test('with RESULT_CACHE=on a repeated query is answered from the cache, and a write flushes it', async () => {
+    const scrape = async () => (await request(prod.metricsUrl!).get('/metrics').expect(200)).text;
+    const hits = (text: string) => Number(/^result_cache_hits_total (\d+)/m.exec(text)?.[1]);
+    const ask = () =>
+      request(prod.url)
+        .post('/graphql')
+        .set('authorization', `Bearer ${alice}`)
+        .send({ query: '{ recentOrders(first: 1) { id } }' })
+        .expect(200);
+    await ask();
+    const before = hits(await scrape());
+    const again = await ask();
+    assert.equal(hits(await scrape()), before + 1);
+    assert.equal(again.body.errors, undefined);
+    const created = await request(prod.url)
+      .post('/v1/orders')
+      .set('authorization', `Bearer ${alice}`)
+      .set('idempotency-key', randomUUID())
+      .send({ items: [{ sku: 'KB-001', qty: 1 }] })
+      .expect(201);
+    const after = await ask();
+    assert.deepEqual(after.body.data, { recentOrders: [{ id: created.body.id }] });
   });
 
   test('a WebSocket subscription and an SSE stream each receive an order placed afterwards', async () => {

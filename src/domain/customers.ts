@@ -28,6 +28,9 @@ export function createCustomerService(repo: CustomerRepository) {
       return customer.id;
     },
 
+    /** The customer id this process already knows a subject by, without asking the database. */
+    knownIdOf: (subject: string): string | undefined => idBySubject.get(subject),
+
     /** The caller's own customer record. */
     async of(principal: Principal, loaders: Loaders): Promise<Customer | null> {
       const user = requireScope(principal, SCOPES.read);

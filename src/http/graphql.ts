@@ -32,11 +32,13 @@ import type { Metrics } from './metrics.js';
 import { sha256 } from './persistedDocuments.js';
 import { namedHash, type Pipeline } from './pipeline.js';
 import { rateLimitHeaders } from './rateBudget.js';
+import type { ResultCache } from './resultCache.js';
 
 function protocolPlugin(
   metrics: Metrics,
   pipeline: Pipeline,
   policies: ReturnType<typeof createPolicyCache>,
+  resultCache: ResultCache | undefined,
 ): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
@@ -57,7 +59,10 @@ function protocolPlugin(
               { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
             );
           }
-          const admission = await pipeline.admit(document, operation, request.variables, contextValue);
+          // A refused charge the result cache's lookup already made is not made twice.
+          const admission =
+            resultCache?.takeAdmission(contextValue) ??
+            (await pipeline.admit(document, operation, request.variables, contextValue));
           const headers = admission.charge ? rateLimitHeaders(admission.charge) : {};
           for (const [name, value] of Object.entries(headers)) response.http.headers.set(name.toLowerCase(), value);
           if (admission.ok) {
@@ -79,10 +84,19 @@ function protocolPlugin(
             }
           }
         },
-        async willSendResponse({ response, request, contextValue, overallCachePolicy }) {
+        async willSendResponse({
+          response,
+          request,
+          contextValue,
+          overallCachePolicy,
+          queryHash,
+          document,
+          operation,
+        }) {
           setCacheControl(response, overallCachePolicy);
           // A shared cache would hand one caller's budget to everyone who gets the stored copy.
-          if (overallCachePolicy.policyIfCacheable()?.scope === 'PUBLIC') {
+          const isPublic = overallCachePolicy.policyIfCacheable()?.scope === 'PUBLIC';
+          if (isPublic) {
             response.http.headers.delete('ratelimit');
             response.http.headers.delete('ratelimit-policy');
           }
@@ -90,6 +104,11 @@ function protocolPlugin(
           const { errors, data } = response.body.singleResult;
           const cost = pipeline.costOf(contextValue);
           if (cost) response.body.singleResult.extensions = { ...response.body.singleResult.extensions, cost };
+          resultCache?.consider(
+            contextValue,
+            { queryHash, document, operation: operation ?? undefined, overallPublic: isPublic },
+            response,
+          );
           for (const error of errors ?? [])
             metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
           // A dependency that is down is the server's condition, not the request's: 503 + Retry-After tell
@@ -225,8 +244,10 @@ export async function createGraphqlRouter(deps: {
   session?: AuthenticateOptions['session'];
   /** Origins a cookie-bearing request may come from. */
   trustedOrigins: ReadonlySet<string>;
+  /** RESULT_CACHE=on: stored query responses, answered before Apollo. */
+  resultCache?: ResultCache;
 }): Promise<{ router: express.Router; stop(): Promise<void> }> {
-  const { config, services, verifier, metrics, logger, session, pipeline } = deps;
+  const { config, services, verifier, metrics, logger, session, pipeline, resultCache } = deps;
   const policies = createPolicyCache(deps.schema);
   // Queries and mutations run as compiled code; Apollo parses, validates and admits them first, as always.
   const jit = createJitExecutor(deps.schema);
@@ -240,7 +261,7 @@ export async function createGraphqlRouter(deps: {
     // Apollo's rule would refuse simple GETs outright; refuseCookieCsrf applies it where it matters.
     csrfPrevention: false,
     // Apollo pretty-prints by default; compact JSON is smaller and faster.
-    stringifyResult: (value) => JSON.stringify(value),
+    stringifyResult: resultCache ? (value) => resultCache.stringify(value) : (value) => JSON.stringify(value),
     parseOptions: pipeline.parseOptions,
     validationRules: pipeline.rules,
     formatError: pipeline.formatError,
@@ -259,7 +280,7 @@ export async function createGraphqlRouter(deps: {
       sizeCalculation: (doc) => (doc.loc?.source.body.length ?? 0) + InMemoryLRUCache.sizeCalculation(doc),
     }),
     plugins: [
-      protocolPlugin(metrics, pipeline, policies),
+      protocolPlugin(metrics, pipeline, policies, resultCache),
       // Its per-field hooks cost more than the execution they watch; the policy comes from the document instead.
       ApolloServerPluginCacheControlDisabled(),
       config.isProduction
@@ -269,6 +290,9 @@ export async function createGraphqlRouter(deps: {
   });
   await apollo.start();
 
+  const contextOf = (req: Request, res: Response): Context =>
+    (res.locals.graphqlContext as Context | undefined) ??
+    pipeline.identify(createContext(services, res.locals.principal, String(req.id), req.log), req.ip);
   const router = express.Router();
   router.use(
     '/',
@@ -278,10 +302,8 @@ export async function createGraphqlRouter(deps: {
     ...graphqlEnvelope({ bodyLimit: '100kb' }),
     authenticate(verifier, graphqlAuthFailure, session ? { session } : {}),
     persistedDocuments(pipeline),
-    expressMiddleware(apollo, {
-      context: async ({ req, res }) =>
-        pipeline.identify(createContext(services, res.locals.principal, String(req.id), req.log), req.ip),
-    }),
+    ...(resultCache ? [resultCache.middleware(contextOf)] : []),
+    expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }),
   );
   return { router, stop: () => apollo.stop() };
 }

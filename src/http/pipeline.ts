@@ -26,6 +26,10 @@ import type { Metrics } from './metrics.js';
 import { boundedApqStore, loadManifest, sha256 } from './persistedDocuments.js';
 import { clientKey, type Charge, type RateBudget } from './rateBudget.js';
 
+/** The client address a context's budget is keyed by, for anonymous callers (see identify()). */
+const CLIENT_ADDRESS = Symbol('client address');
+type Identified = { [CLIENT_ADDRESS]?: string | undefined };
+
 /** Apollo prefixes its persisted-query keys so; the streaming transports read the same entries. */
 const APQ_PREFIX = 'apq:';
 
@@ -126,7 +130,6 @@ export function createPipeline(deps: {
     return counter;
   };
   const costs = new WeakMap<object, CostReport>();
-  const clients = new WeakMap<object, string | undefined>();
 
   /**
    * Persisted documents. With a manifest, hashes resolve to its documents only and nothing is
@@ -192,7 +195,10 @@ export function createPipeline(deps: {
       };
     }
     const requested = pointsFor(complexity);
-    const charge = await budget.charge(clientKey(context.principal, clients.get(context)), requested);
+    const charge = await budget.charge(
+      clientKey(context.principal, (context as Identified)[CLIENT_ADDRESS]),
+      requested,
+    );
     const report = { complexity, requested, remaining: charge.remaining, resetSeconds: charge.resetSeconds };
     costs.set(context, report);
     if (charge.allowed) {
@@ -220,9 +226,12 @@ export function createPipeline(deps: {
     admit,
     formatError: (formatted: GraphQLFormattedError, error: unknown) => formatError(formatted, error, policy),
 
-    /** Remembers whose budget a context's operations spend. */
+    /**
+     * Remembers whose budget a context's operations spend. On the context itself (a symbol-keyed property), not in a
+     * map beside it: Apollo runs every operation with a shallow copy of the context it is given.
+     */
     identify<C extends Context>(context: C, ip: string | undefined): C {
-      clients.set(context, ip);
+      (context as Identified)[CLIENT_ADDRESS] = ip;
       return context;
     },
 
