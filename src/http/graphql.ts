@@ -280,7 +280,10 @@ export async function createGraphqlRouter(deps: {
     persistedDocuments(pipeline),
     expressMiddleware(apollo, {
       context: async ({ req, res }) =>
-        pipeline.identify(createContext(services, res.locals.principal, String(req.id), req.log), req.ip),
+        pipeline.identify(
+          createContext(services, res.locals.principal, String(req.id), () => req.log),
+          req.ip,
+        ),
     }),
   );
   return { router, stop: () => apollo.stop() };

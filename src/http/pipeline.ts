@@ -29,6 +29,10 @@ import { clientKey, type Charge, type RateBudget } from './rateBudget.js';
 /** Apollo prefixes its persisted-query keys so; the streaming transports read the same entries. */
 const APQ_PREFIX = 'apq:';
 
+/** The client address a context was identified with (see identify). */
+const CLIENT_ADDRESS = Symbol('clientAddress');
+const clientAddress = (context: Context) => (context as Context & { [CLIENT_ADDRESS]?: string })[CLIENT_ADDRESS];
+
 /** What a client sends, on any transport. */
 export interface OperationParams {
   readonly query?: unknown;
@@ -126,7 +130,6 @@ export function createPipeline(deps: {
     return counter;
   };
   const costs = new WeakMap<object, CostReport>();
-  const clients = new WeakMap<object, string | undefined>();
 
   /**
    * Persisted documents. With a manifest, hashes resolve to its documents only and nothing is
@@ -192,7 +195,7 @@ export function createPipeline(deps: {
       };
     }
     const requested = pointsFor(complexity);
-    const charge = await budget.charge(clientKey(context.principal, clients.get(context)), requested);
+    const charge = await budget.charge(clientKey(context.principal, clientAddress(context)), requested);
     const report = { complexity, requested, remaining: charge.remaining, resetSeconds: charge.resetSeconds };
     costs.set(context, report);
     if (charge.allowed) {
@@ -220,9 +223,12 @@ export function createPipeline(deps: {
     admit,
     formatError: (formatted: GraphQLFormattedError, error: unknown) => formatError(formatted, error, policy),
 
-    /** Remembers whose budget a context's operations spend. */
+    /**
+     * Remembers whose budget a context's operations spend. Kept on the context itself, so that Apollo's copy of
+     * it (the one its hooks are given) still knows the client's address.
+     */
     identify<C extends Context>(context: C, ip: string | undefined): C {
-      clients.set(context, ip);
+      (context as C & { [CLIENT_ADDRESS]?: string })[CLIENT_ADDRESS] = ip;
       return context;
     },
 
