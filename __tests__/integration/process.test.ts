@@ -61,7 +61,14 @@ describe('the server process', () => {
   let logs: ReturnType<typeof logWatcher>;
   let url: string;
   beforeAll(async () => {
-    child = spawnMain({ PORT: '0', DATA_DIR: dataDir.dataDir, LOG_LEVEL: 'info', NODE_ENV: 'development' });
+    child = spawnMain({
+      PORT: '0',
+      DATA_DIR: dataDir.dataDir,
+      LOG_LEVEL: 'info',
+      // Successful requests are logged at info only when sampled: every one of them here.
+      REQUEST_LOG_SAMPLE: '1',
+      NODE_ENV: 'development',
+    });
     logs = logWatcher(child);
     const started = await logs.waitFor('orders-api listening');
     url = String(started.url);
