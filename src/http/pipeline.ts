@@ -22,7 +22,7 @@ import { operationCost } from './cost.js';
 import { clientError, formatError, formatResult, type ErrorPolicy } from './graphqlErrors.js';
 import { limitErrors, staticLimits } from './limits.js';
 import { createDeprecationMetric } from './deprecations.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics, Tally } from './metrics.js';
 import { boundedApqStore, loadManifest, sha256 } from './persistedDocuments.js';
 import { clientKey, type Charge, type RateBudget } from './rateBudget.js';
 
@@ -123,10 +123,10 @@ export function createPipeline(deps: {
   }
   const deprecations = createDeprecationMetric(metrics.registry);
   /** One bound counter per operation type, so counting an operation allocates nothing. */
-  const operationCounters = new Map<string, ReturnType<Metrics['graphqlOperations']['labels']>>();
+  const operationCounters = new Map<string, Tally>();
   const operationCounter = (type: string) => {
     let counter = operationCounters.get(type);
-    if (!counter) operationCounters.set(type, (counter = metrics.graphqlOperations.labels(type)));
+    if (!counter) operationCounters.set(type, (counter = metrics.graphqlOperations.tally(type)));
     return counter;
   };
   const costs = new WeakMap<object, CostReport>();
