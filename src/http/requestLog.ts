@@ -15,12 +15,18 @@ declare module 'node:http' {
 /** Request ids a caller may choose: short, and nothing a log line or header could be tricked by. */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
-/** Where requestLog keeps a request's logger, or the logger to make it from, until something logs. */
-const LOG = Symbol('requestLog');
+/**
+ * Where requestLog keeps a request's logger, or the logger to make it from, until something logs. Registered
+ * symbols: the accessor below is defined once per process, and must understand requests from any copy of this
+ * module (Jest loads one per test file).
+ */
+const LOG = Symbol.for('orders-api.requestLog.logger');
+const PARENT = Symbol.for('orders-api.requestLog.parent');
 /** The logger a request's own is made from, on first use. */
-class Parent {
-  constructor(readonly logger: Logger) {}
+interface Parent {
+  readonly [PARENT]: Logger;
 }
+const isParent = (value: unknown): value is Parent => typeof value === 'object' && value !== null && PARENT in value;
 type Logged = Request & { [LOG]?: Logger | Parent };
 
 /**
@@ -35,8 +41,8 @@ function defineRequestLogger() {
     enumerable: false,
     get(this: Logged): Logger {
       const log = this[LOG];
-      if (!(log instanceof Parent)) return log as Logger;
-      const child = log.logger.child({ req: { id: this.id, method: this.method, url: this.originalUrl } });
+      if (!isParent(log)) return log as Logger;
+      const child = log[PARENT].child({ req: { id: this.id, method: this.method, url: this.originalUrl } });
       this[LOG] = child;
       return child;
     },
@@ -63,7 +69,7 @@ export interface RequestLogOptions {
 export function requestLog(logger: Logger, options: RequestLogOptions = {}) {
   defineRequestLogger();
   const sample = options.sample ?? 0;
-  const parent = new Parent(logger);
+  const parent: Parent = { [PARENT]: logger };
   const line = (req: Request, res: Response, level: 'error' | 'info' | 'debug', started: number, msg: string) =>
     logger[level](
       {
