@@ -1,4 +1,4 @@
-import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
 import {
   ApolloServerPluginCacheControlDisabled,
@@ -38,76 +38,74 @@ function protocolPlugin(
   pipeline: Pipeline,
   policies: ReturnType<typeof createPolicyCache>,
 ): ApolloServerPlugin<Context> {
-  return {
-    async requestDidStart() {
-      return {
-        // A document's cache policy is worked out once, when it is first validated, and kept with it.
-        async validationDidStart({ document }) {
-          return async (errors) => {
-            if (!errors?.length) policies.remember(document);
-          };
-        },
-        // Cost and budget, before execution: the operation is known and its variables are at hand.
-        async didResolveOperation({ document, operation, request, contextValue, response, overallCachePolicy }) {
-          if (!operation) return;
-          // Executed over plain HTTP, a subscription's resolvers would run once with no event: an internal error.
-          if (operation.operation === 'subscription') {
-            throw new GraphQLError(
-              'Subscriptions are served over WebSocket (graphql-transport-ws) at /graphql and over server-sent events at /graphql/stream, not over plain HTTP.',
-              { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
-            );
-          }
-          const admission = await pipeline.admit(document, operation, request.variables, contextValue);
-          const headers = admission.charge ? rateLimitHeaders(admission.charge) : {};
-          for (const [name, value] of Object.entries(headers)) response.http.headers.set(name.toLowerCase(), value);
-          if (admission.ok) {
-            overallCachePolicy.restrict(policies.policyOf(document, operation, request.variables));
-            return;
-          }
-          const status = admission.error.extensions.code === 'RATE_LIMITED' ? 429 : 400;
-          throw new GraphQLError(admission.error.message, {
-            extensions: {
-              ...admission.error.extensions,
-              http: { status, headers: new HeaderMap(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) },
-            },
-          });
-        },
-        async didEncounterErrors({ errors, contextValue }) {
-          for (const error of errors) {
-            if (isUnexpected(error)) {
-              contextValue.log.error({ err: unwrapResolverError(error), path: error.path }, 'unexpected GraphQL error');
-            }
-          }
-        },
-        async willSendResponse({ response, request, contextValue, overallCachePolicy }) {
-          setCacheControl(response, overallCachePolicy);
-          // A shared cache would hand one caller's budget to everyone who gets the stored copy.
-          if (overallCachePolicy.policyIfCacheable()?.scope === 'PUBLIC') {
-            response.http.headers.delete('ratelimit');
-            response.http.headers.delete('ratelimit-policy');
-          }
-          if (response.body.kind !== 'single') return;
-          const { errors, data } = response.body.singleResult;
-          const cost = pipeline.costOf(contextValue);
-          if (cost) response.body.singleResult.extensions = { ...response.body.singleResult.extensions, cost };
-          for (const error of errors ?? [])
-            metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
-          // A dependency that is down is the server's condition, not the request's: 503 + Retry-After tell
-          // clients and balancers to try again (elsewhere), whatever part of the data did resolve.
-          if (errors?.some((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE')) {
-            response.http.status = 503;
-            response.http.headers.set('retry-after', String(RETRY_AFTER_SECONDS));
-            return;
-          }
-          // A request error (no `data`) is 200 for application/json, as the GraphQL-over-HTTP spec says;
-          // Apollo answers 400 regardless. Other statuses (405 for a GET mutation) stay as they are.
-          if (data === undefined && errors?.length && (response.http.status ?? 200) === 400) {
-            if (mediaTypeFor(request.http?.headers.get('accept')) === 'application/json') response.http.status = 200;
-          }
-        },
+  // The hooks keep no state of their own, so every request shares one listener.
+  const listener: GraphQLRequestListener<Context> = {
+    // A document's cache policy is worked out once, when it is first validated, and kept with it.
+    async validationDidStart({ document }) {
+      return async (errors) => {
+        if (!errors?.length) policies.remember(document);
       };
     },
+    // Cost and budget, before execution: the operation is known and its variables are at hand.
+    async didResolveOperation({ document, operation, request, contextValue, response, overallCachePolicy }) {
+      if (!operation) return;
+      // Executed over plain HTTP, a subscription's resolvers would run once with no event: an internal error.
+      if (operation.operation === 'subscription') {
+        throw new GraphQLError(
+          'Subscriptions are served over WebSocket (graphql-transport-ws) at /graphql and over server-sent events at /graphql/stream, not over plain HTTP.',
+          { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
+        );
+      }
+      const admission = await pipeline.admit(document, operation, request.variables, contextValue);
+      const headers = admission.charge ? rateLimitHeaders(admission.charge) : {};
+      for (const [name, value] of Object.entries(headers)) response.http.headers.set(name.toLowerCase(), value);
+      if (admission.ok) {
+        overallCachePolicy.restrict(policies.policyOf(document, operation, request.variables));
+        return;
+      }
+      const status = admission.error.extensions.code === 'RATE_LIMITED' ? 429 : 400;
+      throw new GraphQLError(admission.error.message, {
+        extensions: {
+          ...admission.error.extensions,
+          http: { status, headers: new HeaderMap(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) },
+        },
+      });
+    },
+    async didEncounterErrors({ errors, contextValue }) {
+      for (const error of errors) {
+        if (isUnexpected(error)) {
+          contextValue.log.error({ err: unwrapResolverError(error), path: error.path }, 'unexpected GraphQL error');
+        }
+      }
+    },
+    async willSendResponse({ response, request, contextValue, overallCachePolicy }) {
+      setCacheControl(response, overallCachePolicy);
+      // A shared cache would hand one caller's budget to everyone who gets the stored copy.
+      if (overallCachePolicy.policyIfCacheable()?.scope === 'PUBLIC') {
+        response.http.headers.delete('ratelimit');
+        response.http.headers.delete('ratelimit-policy');
+      }
+      if (response.body.kind !== 'single') return;
+      const { errors, data } = response.body.singleResult;
+      const cost = pipeline.costOf(contextValue);
+      if (cost) response.body.singleResult.extensions = { ...response.body.singleResult.extensions, cost };
+      for (const error of errors ?? [])
+        metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
+      // A dependency that is down is the server's condition, not the request's: 503 + Retry-After tell
+      // clients and balancers to try again (elsewhere), whatever part of the data did resolve.
+      if (errors?.some((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE')) {
+        response.http.status = 503;
+        response.http.headers.set('retry-after', String(RETRY_AFTER_SECONDS));
+        return;
+      }
+      // A request error (no `data`) is 200 for application/json, as the GraphQL-over-HTTP spec says;
+      // Apollo answers 400 regardless. Other statuses (405 for a GET mutation) stay as they are.
+      if (data === undefined && errors?.length && (response.http.status ?? 200) === 400) {
+        if (mediaTypeFor(request.http?.headers.get('accept')) === 'application/json') response.http.status = 200;
+      }
+    },
   };
+  return { requestDidStart: async () => listener };
 }
 
 /**
