@@ -6,7 +6,6 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
-import { expressMiddleware } from '@as-integrations/express5';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { GraphQLError, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
@@ -15,6 +14,7 @@ import type { Config } from '../config.js';
 import { createContext, type Context } from '../context.js';
 import { RETRY_AFTER_SECONDS } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
+import { apolloMiddleware } from './apolloExpress.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
 import { refuseCookieCsrf } from './cookieCsrf.js';
 import {
@@ -276,13 +276,12 @@ export async function createGraphqlRouter(deps: {
     ...graphqlEnvelope({ bodyLimit: '100kb' }),
     authenticate(verifier, graphqlAuthFailure, session ? { session } : {}),
     persistedDocuments(pipeline),
-    expressMiddleware(apollo, {
-      context: async ({ req, res }) =>
-        pipeline.identify(
-          createContext(services, res.locals.principal, String(req.id), () => req.log),
-          req.ip,
-        ),
-    }),
+    apolloMiddleware(apollo, async ({ req, res }) =>
+      pipeline.identify(
+        createContext(services, res.locals.principal, String(req.id), () => req.log),
+        req.ip,
+      ),
+    ),
   );
   return { router, stop: () => apollo.stop() };
 }
