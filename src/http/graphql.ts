@@ -37,6 +37,7 @@ function protocolPlugin(
   metrics: Metrics,
   pipeline: Pipeline,
   policies: ReturnType<typeof createPolicyCache>,
+  jit: ReturnType<typeof createJitExecutor>,
 ): ApolloServerPlugin<Context> {
   // The hooks keep no state of their own, so every request shares one listener.
   const listener: GraphQLRequestListener<Context> = {
@@ -70,6 +71,16 @@ function protocolPlugin(
           http: { status, headers: new HeaderMap(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) },
         },
       });
+    },
+    // The compiled operation runs here; Apollo's execution step is left for results with errors (jitExecutor.ts).
+    async responseForOperation(requestContext) {
+      const result = await jit.run(requestContext);
+      return (
+        result && {
+          http: { status: undefined, headers: new HeaderMap() },
+          body: { kind: 'single', singleResult: result },
+        }
+      );
     },
     async didEncounterErrors({ errors, contextValue }) {
       for (const error of errors) {
@@ -257,7 +268,7 @@ export async function createGraphqlRouter(deps: {
       sizeCalculation: (doc) => (doc.loc?.source.body.length ?? 0) + InMemoryLRUCache.sizeCalculation(doc),
     }),
     plugins: [
-      protocolPlugin(metrics, pipeline, policies),
+      protocolPlugin(metrics, pipeline, policies, jit),
       // Its per-field hooks cost more than the execution they watch; the policy comes from the document instead.
       ApolloServerPluginCacheControlDisabled(),
       config.isProduction
