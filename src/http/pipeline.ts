@@ -18,7 +18,7 @@ import {
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { Context } from '../context.js';
-import { operationCost } from './cost.js';
+import { rememberedOperationCost } from './cost.js';
 import { clientError, formatError, formatResult, type ErrorPolicy } from './graphqlErrors.js';
 import { limitErrors, staticLimits } from './limits.js';
 import { createDeprecationMetric } from './deprecations.js';
@@ -178,7 +178,7 @@ export function createPipeline(deps: {
     context: Context,
   ): Promise<Admission> {
     deprecations.record(schema, document, context.principal);
-    const complexity = operationCost(schema, document, operation, isRecord(variables) ? variables : {});
+    const complexity = rememberedOperationCost(schema, document, operation, isRecord(variables) ? variables : {});
     // A subscription is charged once but executed for every event it receives, for as long as it stays open.
     const perEvent = operation.operation === 'subscription';
     const maximum = perEvent ? limits.maxSubscriptionCost : limits.maxCost;
