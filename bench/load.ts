@@ -8,6 +8,30 @@ export interface LoadSpec {
   readonly body?: string;
   /** Every response must be exactly this body, or it counts as a mismatch. */
   readonly expectBody?: string;
+  /**
+   * Applied to expectBody and to every response before they are compared, so that a field which legitimately
+   * differs from one response to the next is not counted as a mismatch (see ignoreBudgetCountdown).
+   */
+  readonly normalize?: (body: string) => string;
+}
+
+/** Where the app's `extensions.cost` starts: Apollo's result ends with it, after `data`. */
+const COST_EXTENSION = ',"extensions":{"cost":{';
+const COST_TAIL =
+  /^,"extensions":\{"cost":\{"complexity":(\d+),"requested":(\d+),"remaining":\d+,"resetSeconds":\d+\}\}\}$/;
+
+/**
+ * The app's `extensions.cost` reports the caller's rate budget: `remaining` falls by the points each request
+ * spends, and `resetSeconds` counts down to the end of the window with the clock, so no two answers are byte-equal.
+ * Only those two numbers are blanked, and only in a cost extension that closes the body; complexity, requested
+ * points and everything in `data` must still match byte for byte.
+ */
+export function ignoreBudgetCountdown(body: string): string {
+  const at = body.lastIndexOf(COST_EXTENSION);
+  if (at < 0) return body;
+  const tail = COST_TAIL.exec(body.slice(at));
+  if (!tail) return body;
+  return `${body.slice(0, at)},"extensions":{"cost":{"complexity":${tail[1]},"requested":${tail[2]},"remaining":#,"resetSeconds":#}}}`;
 }
 
 export interface LoadStats {
@@ -43,6 +67,14 @@ export interface LoadOptions {
   readonly amount?: number;
 }
 
+function verifier(expected: string, normalize: (body: string) => string) {
+  const wanted = normalize(expected);
+  return (body: string | Buffer | undefined) => {
+    const text = typeof body === 'string' ? body : (body?.toString('utf8') ?? '');
+    return text === expected || normalize(text) === wanted;
+  };
+}
+
 /**
  * Closed-loop load with autocannon: `connections` keep-alive connections, each sending its next
  * request as soon as the previous response arrives. Latencies are recorded here, from autocannon's
@@ -66,7 +98,11 @@ export function runLoad(spec: LoadSpec, opts: LoadOptions): Promise<LoadStats> {
         method: spec.method,
         headers: spec.headers,
         ...(spec.body !== undefined ? { body: spec.body } : {}),
-        ...(spec.expectBody !== undefined ? { expectBody: spec.expectBody } : {}),
+        ...(spec.expectBody !== undefined
+          ? spec.normalize
+            ? { verifyBody: verifier(spec.expectBody, spec.normalize) }
+            : { expectBody: spec.expectBody }
+          : {}),
         connections: opts.amount ? Math.min(opts.connections, opts.amount) : opts.connections,
         pipelining: 1,
         ...(opts.amount ? { amount: opts.amount } : { duration: opts.seconds }),

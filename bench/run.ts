@@ -24,7 +24,7 @@ import { cleanupOnce, startChild, type ServerChild } from './children.js';
 import { connect, customerIdOf, growOrders, postgresProblem, recentOrdersPlan, someOrderOf } from './data.js';
 import { readMachineCpu } from './cpu.js';
 import type { CpuTime } from './ipc.js';
-import { runLoad, type LoadSpec } from './load.js';
+import { ignoreBudgetCountdown, runLoad, type LoadSpec } from './load.js';
 import { difference, readCounters } from './metrics.js';
 import { renderProfile, summarizeProfile, type ProfileSummary } from './profile.js';
 import { problemsOf, renderTables, type ScenarioResult, type SideResult } from './report.js';
@@ -398,7 +398,11 @@ async function main(): Promise<number> {
       log(
         `${label} ${scenario.name}: same answer from app and floor${check.identical ? ' (byte-identical)' : ''}; measuring`,
       );
-      const a = await measure(app, { ...scenario.request(app.ready.url), expectBody: check.appBody }, options.profile);
+      const a = await measure(
+        app,
+        { ...scenario.request(app.ready.url), expectBody: check.appBody, normalize: ignoreBudgetCountdown },
+        options.profile,
+      );
       const f = await measure(floor, { ...scenario.request(floor.ready.url), expectBody: check.floorBody }, false);
       const result: ScenarioResult = {
         name: scenario.name,

@@ -166,7 +166,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   // Resources set strong validators of their own; hashing every body for a weak one costs time.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
-  app.use(requestLog(logger));
+  app.use(requestLog(logger, { sample: config.requestLogSample }));
   app.use(recordRequests(metrics));
   if (config.corsOrigins.length) {
     app.use(

@@ -95,6 +95,7 @@ const EnvSchema = z.object({
       ),
     ),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  REQUEST_LOG_SAMPLE: z.coerce.number().min(0).max(1).default(0),
   RATE_LIMIT_POINTS: z.coerce.number().int().min(1).default(5000),
   RATE_LIMIT_WINDOW_S: z.coerce.number().int().min(1).default(3600),
   EVENT_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
@@ -214,6 +215,8 @@ export interface Config {
   };
   readonly corsOrigins: readonly string[];
   readonly logLevel: LogLevel;
+  /** Share (0–1) of successful requests whose `request completed` line is logged at info; the rest go to debug. */
+  readonly requestLogSample: number;
   readonly trustProxy: boolean | number;
   /**
    * On SIGTERM, how long /readyz says 503 while everything is still served, so that the balancer stops
@@ -313,6 +316,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     },
     corsOrigins: e.CORS_ORIGINS,
     logLevel: e.LOG_LEVEL,
+    requestLogSample: e.REQUEST_LOG_SAMPLE,
     trustProxy: e.TRUST_PROXY,
     drainDelaySeconds: e.DRAIN_DELAY_S ?? (e.NODE_ENV === 'production' ? 5 : 0),
     rateLimit: { points: e.RATE_LIMIT_POINTS, windowSeconds: e.RATE_LIMIT_WINDOW_S },

@@ -18,26 +18,58 @@ export interface Context {
   readonly log: Logger;
 }
 
+const LOADERS = Symbol('loaders');
+const LOG = Symbol('log');
+
+/**
+ * The loaders and the logger are made on first use: most requests never log, and a subscription served by a shared
+ * execution never reads its own loaders. They are getters on the prototype, not on the object, because Apollo
+ * copies each request's context (own properties only, prototype kept) before it runs the operation: own getters
+ * would be called by that copy, making both for every request.
+ */
+class RequestContext implements Context {
+  [LOADERS]: Loaders | undefined = undefined;
+  [LOG]: Logger | (() => Logger);
+  declare readonly stream?: StreamOptions;
+  declare eventId?: string;
+
+  constructor(
+    readonly services: Services,
+    readonly principal: Principal,
+    readonly requestId: string,
+    log: Logger | (() => Logger),
+    stream: StreamOptions | undefined,
+  ) {
+    this[LOG] = log;
+    if (stream) this.stream = stream;
+  }
+
+  get loaders(): Loaders {
+    return (this[LOADERS] ??= this.services.loaders());
+  }
+
+  set loaders(fresh: Loaders) {
+    this[LOADERS] = fresh;
+  }
+
+  get log(): Logger {
+    const log = this[LOG];
+    return typeof log === 'function' ? (this[LOG] = log()) : log;
+  }
+}
+
+/** `log` may be given as a function that makes the logger, called once, when something first logs. */
 export function createContext(
   services: Services,
   principal: Principal,
   requestId: string,
-  log: Logger,
+  log: Logger | (() => Logger),
   stream?: StreamOptions,
 ): Context {
-  // Made on first use: a subscription served by a shared execution never reads its own.
-  let loaders: Loaders | undefined;
-  return {
-    principal,
-    services,
-    get loaders() {
-      return (loaders ??= services.loaders());
-    },
-    set loaders(fresh: Loaders) {
-      loaders = fresh;
-    },
-    requestId,
-    log,
-    ...(stream ? { stream } : {}),
-  };
+  return new RequestContext(services, principal, requestId, log, stream);
+}
+
+/** A copy for one run of an operation, as Apollo makes one: what it sets on itself stays off the original. */
+export function copyContext(context: Context): Context {
+  return Object.assign(Object.create(Object.getPrototypeOf(context) as object) as Context, context);
 }

@@ -196,3 +196,27 @@ describe('anonymous HTTP GraphQL callers each spend their own address’s budget
     assert.equal(other.body.extensions.cost.remaining, 0);
   });
 });
+
+describe('anonymous GraphQL callers over HTTP', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    // One proxy hop is trusted, so the test can speak from different client addresses.
+    server = await startTestServer({ RATE_LIMIT_POINTS: '3', RATE_LIMIT_WINDOW_S: '600', TRUST_PROXY: '1' });
+  });
+  afterAll(() => server.close());
+
+  test('are keyed by their address: one address spending its budget leaves the others theirs', async () => {
+    const send = (ip: string) =>
+      request(server.url).post('/graphql').set('x-forwarded-for', ip).send({ query: '{ __typename }' });
+    for (let left = 2; left >= 0; left--) {
+      const res = await send('203.0.113.7').expect(200);
+      assert.equal(res.headers.ratelimit, `"orders";r=${left};t=600`);
+      assert.equal(res.body.extensions.cost.remaining, left);
+    }
+    const refused = await send('203.0.113.7').expect(429);
+    assert.equal(refused.body.errors[0].extensions.code, 'RATE_LIMITED');
+    const elsewhere = await send('203.0.113.8').expect(200);
+    assert.deepEqual(elsewhere.body.data, { __typename: 'Query' });
+    assert.equal(elsewhere.headers.ratelimit, `"orders";r=2;t=600`);
+  });
+});

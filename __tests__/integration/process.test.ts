@@ -63,7 +63,14 @@ describe('the server process', () => {
   let stderr = '';
   let url: string;
   beforeAll(async () => {
-    child = spawnMain({ PORT: '0', DATA_DIR: dataDir.dataDir, LOG_LEVEL: 'info', NODE_ENV: 'development' });
+    child = spawnMain({
+      PORT: '0',
+      DATA_DIR: dataDir.dataDir,
+      LOG_LEVEL: 'info',
+      // Successful requests are logged at info only when sampled: every one of them here.
+      REQUEST_LOG_SAMPLE: '1',
+      NODE_ENV: 'development',
+    });
     logs = logWatcher(child);
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const started = await logs.waitFor('orders-api listening');

@@ -64,6 +64,8 @@ describe('two replicas behind nginx (deploy/nginx.conf)', () => {
       TRUST_PROXY: '1',
       DRAIN_DELAY_S: '1',
       RATE_LIMIT_POINTS: '1000000000',
+      // Successful requests are logged at info only when sampled: every one of them here (waited for below).
+      REQUEST_LOG_SAMPLE: '1',
     };
     // One after the other: the first applies the migrations and seeds.
     replicas[0] = await startApp(0);

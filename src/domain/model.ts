@@ -12,8 +12,9 @@ export interface Order {
   readonly status: OrderStatus;
   readonly totalCents: number;
   readonly version: number;
-  readonly createdAt: Date;
-  readonly updatedAt: Date;
+  /** RFC 3339 in UTC with milliseconds (`2026-11-22T09:30:00.123Z`), as `Date.toISOString()` writes it. */
+  readonly createdAt: string;
+  readonly updatedAt: string;
 }
 
 export interface OrderItem {

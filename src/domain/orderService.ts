@@ -215,8 +215,8 @@ export function createOrderService(deps: {
         status: 'pending',
         totalCents: priced.totalCents,
         version: 1,
-        createdAt: now,
-        updatedAt: now,
+        createdAt: now.toISOString(),
+        updatedAt: now.toISOString(),
       };
       type Outcome =
         { created: OrderWithItems; event: OrderEvent } | { replayOf: string; first: OrderWithItems | null };

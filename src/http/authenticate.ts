@@ -84,7 +84,8 @@ export function authenticate(verifier: TokenVerifier, fail: AuthFailure, options
       );
     }
     const dpop = match[1]!.toLowerCase() === 'dpop';
-    const proofs = req.headersDistinct.dpop ?? [];
+    // headersDistinct copies every header into arrays: only a DPoP presentation needs it.
+    const proofs = dpop ? (req.headersDistinct.dpop ?? []) : [];
     // RFC 9449 §4.3 step 1: exactly one proof; two could let a proxy and the client disagree on which counts.
     if (dpop && proofs.length > 1) {
       const detail = 'Send exactly one DPoP proof header.';

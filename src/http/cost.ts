@@ -37,6 +37,40 @@ export function operationCost(
   operation: OperationDefinitionNode,
   variables: Readonly<Record<string, unknown>> | null | undefined,
 ): number {
+  return costOf(schema, document, operation, variables).cost;
+}
+
+/** Costs of operations that read no variable, per document (documents are kept and reused by Apollo's store). */
+const fixedCosts = new WeakMap<DocumentNode, Map<OperationDefinitionNode, number>>();
+
+/**
+ * operationCost, remembered for an operation whose cost reads no variable (no `first: $n`): the same document
+ * then always costs the same, so a document sent again is not walked again.
+ */
+export function rememberedOperationCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Readonly<Record<string, unknown>> | null | undefined,
+): number {
+  const known = fixedCosts.get(document)?.get(operation);
+  if (known !== undefined) return known;
+  const { cost, readsVariables } = costOf(schema, document, operation, variables);
+  if (!readsVariables) {
+    let costs = fixedCosts.get(document);
+    if (!costs) fixedCosts.set(document, (costs = new Map()));
+    costs.set(operation, cost);
+  }
+  return cost;
+}
+
+function costOf(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Readonly<Record<string, unknown>> | null | undefined,
+): { cost: number; readsVariables: boolean } {
+  let readsVariables = false;
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const def of document.definitions) {
     if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
@@ -52,6 +86,7 @@ export function operationCost(
     let value: unknown = arg.defaultValue ?? DEFAULT_PAGE;
     if (given) {
       // An unusable value is refused when variables are coerced; until then, assume the default page.
+      if (given.value.kind !== Kind.INT) readsVariables = true;
       const literal = valueFromAST(given.value, arg.type, vars as Record<string, unknown>);
       if (typeof literal === 'number' && Number.isInteger(literal)) value = literal;
     }
@@ -105,5 +140,5 @@ export function operationCost(
       : operation.operation === 'subscription'
         ? schema.getSubscriptionType()
         : schema.getQueryType();
-  return cost(operation.selectionSet, rootType ?? undefined, true);
+  return { cost: cost(operation.selectionSet, rootType ?? undefined, true), readsVariables };
 }

@@ -13,7 +13,7 @@ import {
   type FormattedExecutionResult,
 } from 'graphql';
 import type { Logger } from 'pino';
-import type { Context } from '../context.js';
+import { copyContext, type Context } from '../context.js';
 import type { OrderEvent } from '../domain/model.js';
 import { SUBSCRIBER_BUFFER, type OrderFeed } from '../domain/subscriptions.js';
 import type { Metrics } from './metrics.js';
@@ -133,7 +133,7 @@ export function createFanout(deps: { pipeline: Pipeline; metrics: Metrics; logge
 
   async function run(group: Group, event: OrderEvent) {
     // A fresh context per event: the resolver gives it new loaders and the event id.
-    const context: Context = { ...group.context };
+    const context: Context = copyContext(group.context);
     deps.metrics.subscriptionExecutions.inc({ sharing: 'shared' });
     let result: ExecutionResult;
     try {

@@ -1,4 +1,4 @@
-import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
 import {
   ApolloServerPluginCacheControlDisabled,
@@ -6,7 +6,6 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
-import { expressMiddleware } from '@as-integrations/express5';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { GraphQLError, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
@@ -15,6 +14,7 @@ import type { Config } from '../config.js';
 import { createContext, type Context } from '../context.js';
 import { RETRY_AFTER_SECONDS } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
+import { apolloMiddleware } from './apolloExpress.js';
 import { authenticate, type AuthenticateOptions } from './authenticate.js';
 import { refuseCookieCsrf } from './cookieCsrf.js';
 import {
@@ -38,95 +38,96 @@ function protocolPlugin(
   metrics: Metrics,
   pipeline: Pipeline,
   policies: ReturnType<typeof createPolicyCache>,
+  jit: ReturnType<typeof createJitExecutor>,
   resultCache: ResultCache | undefined,
 ): ApolloServerPlugin<Context> {
-  return {
-    async requestDidStart() {
-      return {
-        // A document's cache policy is worked out once, when it is first validated, and kept with it.
-        async validationDidStart({ document }) {
-          return async (errors) => {
-            if (!errors?.length) policies.remember(document);
-          };
-        },
-        // Cost and budget, before execution: the operation is known and its variables are at hand.
-        async didResolveOperation({ document, operation, request, contextValue, response, overallCachePolicy }) {
-          if (!operation) return;
-          // Executed over plain HTTP, a subscription's resolvers would run once with no event: an internal error.
-          if (operation.operation === 'subscription') {
-            throw new GraphQLError(
-              'Subscriptions are served over WebSocket (graphql-transport-ws) at /graphql and over server-sent events at /graphql/stream, not over plain HTTP.',
-              { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
-            );
-          }
-          // A refused charge the result cache's lookup already made is not made twice.
-          const admission =
-            resultCache?.takeAdmission(contextValue) ??
-            (await pipeline.admit(document, operation, request.variables, contextValue));
-          const headers = admission.charge ? rateLimitHeaders(admission.charge) : {};
-          for (const [name, value] of Object.entries(headers)) response.http.headers.set(name.toLowerCase(), value);
-          if (admission.ok) {
-            overallCachePolicy.restrict(policies.policyOf(document, operation, request.variables));
-            return;
-          }
-          const status = admission.error.extensions.code === 'RATE_LIMITED' ? 429 : 400;
-          throw new GraphQLError(admission.error.message, {
-            extensions: {
-              ...admission.error.extensions,
-              http: { status, headers: new HeaderMap(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) },
-            },
-          });
-        },
-        async didEncounterErrors({ errors, contextValue }) {
-          for (const error of errors) {
-            if (isUnexpected(error)) {
-              contextValue.log.error({ err: unwrapResolverError(error), path: error.path }, 'unexpected GraphQL error');
-            }
-          }
-        },
-        async willSendResponse({
-          response,
-          request,
-          contextValue,
-          overallCachePolicy,
-          queryHash,
-          document,
-          operation,
-        }) {
-          setCacheControl(response, overallCachePolicy);
-          // A shared cache would hand one caller's budget to everyone who gets the stored copy.
-          const isPublic = overallCachePolicy.policyIfCacheable()?.scope === 'PUBLIC';
-          if (isPublic) {
-            response.http.headers.delete('ratelimit');
-            response.http.headers.delete('ratelimit-policy');
-          }
-          if (response.body.kind !== 'single') return;
-          const { errors, data } = response.body.singleResult;
-          const cost = pipeline.costOf(contextValue);
-          if (cost) response.body.singleResult.extensions = { ...response.body.singleResult.extensions, cost };
-          resultCache?.consider(
-            contextValue,
-            { queryHash, document, operation: operation ?? undefined, overallPublic: isPublic },
-            response,
-          );
-          for (const error of errors ?? [])
-            metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
-          // A dependency that is down is the server's condition, not the request's: 503 + Retry-After tell
-          // clients and balancers to try again (elsewhere), whatever part of the data did resolve.
-          if (errors?.some((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE')) {
-            response.http.status = 503;
-            response.http.headers.set('retry-after', String(RETRY_AFTER_SECONDS));
-            return;
-          }
-          // A request error (no `data`) is 200 for application/json, as the GraphQL-over-HTTP spec says;
-          // Apollo answers 400 regardless. Other statuses (405 for a GET mutation) stay as they are.
-          if (data === undefined && errors?.length && (response.http.status ?? 200) === 400) {
-            if (mediaTypeFor(request.http?.headers.get('accept')) === 'application/json') response.http.status = 200;
-          }
-        },
+  // The hooks keep no state of their own, so every request shares one listener.
+  const listener: GraphQLRequestListener<Context> = {
+    // A document's cache policy is worked out once, when it is first validated, and kept with it.
+    async validationDidStart({ document }) {
+      return async (errors) => {
+        if (!errors?.length) policies.remember(document);
       };
     },
+    // Cost and budget, before execution: the operation is known and its variables are at hand.
+    async didResolveOperation({ document, operation, request, contextValue, response, overallCachePolicy }) {
+      if (!operation) return;
+      // Executed over plain HTTP, a subscription's resolvers would run once with no event: an internal error.
+      if (operation.operation === 'subscription') {
+        throw new GraphQLError(
+          'Subscriptions are served over WebSocket (graphql-transport-ws) at /graphql and over server-sent events at /graphql/stream, not over plain HTTP.',
+          { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
+        );
+      }
+      // A refused charge the result cache's lookup already made is not made twice.
+      const admission =
+        resultCache?.takeAdmission(contextValue) ??
+        (await pipeline.admit(document, operation, request.variables, contextValue));
+      const headers = admission.charge ? rateLimitHeaders(admission.charge) : {};
+      for (const [name, value] of Object.entries(headers)) response.http.headers.set(name.toLowerCase(), value);
+      if (admission.ok) {
+        overallCachePolicy.restrict(policies.policyOf(document, operation, request.variables));
+        return;
+      }
+      const status = admission.error.extensions.code === 'RATE_LIMITED' ? 429 : 400;
+      throw new GraphQLError(admission.error.message, {
+        extensions: {
+          ...admission.error.extensions,
+          http: { status, headers: new HeaderMap(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) },
+        },
+      });
+    },
+    // The compiled operation runs here; Apollo's execution step is left for results with errors (jitExecutor.ts).
+    async responseForOperation(requestContext) {
+      const result = await jit.run(requestContext);
+      return (
+        result && {
+          http: { status: undefined, headers: new HeaderMap() },
+          body: { kind: 'single', singleResult: result },
+        }
+      );
+    },
+    async didEncounterErrors({ errors, contextValue }) {
+      for (const error of errors) {
+        if (isUnexpected(error)) {
+          contextValue.log.error({ err: unwrapResolverError(error), path: error.path }, 'unexpected GraphQL error');
+        }
+      }
+    },
+    async willSendResponse({ response, request, contextValue, overallCachePolicy, queryHash, document, operation }) {
+      setCacheControl(response, overallCachePolicy);
+      // A shared cache would hand one caller's budget to everyone who gets the stored copy.
+      const isPublic = overallCachePolicy.policyIfCacheable()?.scope === 'PUBLIC';
+      if (isPublic) {
+        response.http.headers.delete('ratelimit');
+        response.http.headers.delete('ratelimit-policy');
+      }
+      if (response.body.kind !== 'single') return;
+      const { errors, data } = response.body.singleResult;
+      const cost = pipeline.costOf(contextValue);
+      if (cost) response.body.singleResult.extensions = { ...response.body.singleResult.extensions, cost };
+      resultCache?.consider(
+        contextValue,
+        { queryHash, document, operation: operation ?? undefined, overallPublic: isPublic },
+        response,
+      );
+      for (const error of errors ?? [])
+        metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
+      // A dependency that is down is the server's condition, not the request's: 503 + Retry-After tell
+      // clients and balancers to try again (elsewhere), whatever part of the data did resolve.
+      if (errors?.some((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE')) {
+        response.http.status = 503;
+        response.http.headers.set('retry-after', String(RETRY_AFTER_SECONDS));
+        return;
+      }
+      // A request error (no `data`) is 200 for application/json, as the GraphQL-over-HTTP spec says;
+      // Apollo answers 400 regardless. Other statuses (405 for a GET mutation) stay as they are.
+      if (data === undefined && errors?.length && (response.http.status ?? 200) === 400) {
+        if (mediaTypeFor(request.http?.headers.get('accept')) === 'application/json') response.http.status = 200;
+      }
+    },
   };
+  return { requestDidStart: async () => listener };
 }
 
 /**
@@ -280,7 +281,7 @@ export async function createGraphqlRouter(deps: {
       sizeCalculation: (doc) => (doc.loc?.source.body.length ?? 0) + InMemoryLRUCache.sizeCalculation(doc),
     }),
     plugins: [
-      protocolPlugin(metrics, pipeline, policies, resultCache),
+      protocolPlugin(metrics, pipeline, policies, jit, resultCache),
       // Its per-field hooks cost more than the execution they watch; the policy comes from the document instead.
       ApolloServerPluginCacheControlDisabled(),
       config.isProduction
@@ -292,7 +293,10 @@ export async function createGraphqlRouter(deps: {
 
   const contextOf = (req: Request, res: Response): Context =>
     (res.locals.graphqlContext as Context | undefined) ??
-    pipeline.identify(createContext(services, res.locals.principal, String(req.id), req.log), req.ip);
+    pipeline.identify(
+      createContext(services, res.locals.principal, String(req.id), () => req.log),
+      req.ip,
+    );
   const router = express.Router();
   router.use(
     '/',
@@ -303,7 +307,7 @@ export async function createGraphqlRouter(deps: {
     authenticate(verifier, graphqlAuthFailure, session ? { session } : {}),
     persistedDocuments(pipeline),
     ...(resultCache ? [resultCache.middleware(contextOf)] : []),
-    expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }),
+    apolloMiddleware(apollo, async ({ req, res }) => contextOf(req, res)),
   );
   return { router, stop: () => apollo.stop() };
 }

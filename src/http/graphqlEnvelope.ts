@@ -30,6 +30,14 @@ export function mediaTypeFor(accept: string | undefined): GraphqlMediaType | fal
 const responseMediaType = (req: Request) =>
   req.headers.accept ? (req.accepts([JSON_TYPE, GRAPHQL_RESPONSE_TYPE]) as GraphqlMediaType | false) : JSON_TYPE;
 
+/**
+ * What `req.is('application/json')` answers for the Content-Type nearly every client sends, without parsing it: the
+ * bare type on a request that has a body (type-is's hasBody rule).
+ */
+const isPlainJson = (req: Request, contentType: string) =>
+  contentType === JSON_TYPE &&
+  (req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number(req.headers['content-length'] ?? NaN)));
+
 /** Sends `{ errors }` only, 400 unless told otherwise. */
 export function sendGraphqlError(
   req: Request,
@@ -106,7 +114,7 @@ export function graphqlEnvelope(opts: { bodyLimit: string }) {
       }
       if (req.method === 'GET') return checkGet(req, res, next);
       const contentType = req.headers['content-type'];
-      if (!contentType || !req.is(JSON_TYPE)) {
+      if (!contentType || !(isPlainJson(req, contentType) || req.is(JSON_TYPE))) {
         return sendGraphqlError(
           req,
           res,

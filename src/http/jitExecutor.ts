@@ -93,14 +93,51 @@ export function createJitExecutor(schema: GraphQLSchema, options: JitOptions = {
     return result.data === undefined ? { errors } : { errors, data: result.data };
   }
 
-  const executor: Executor = (requestContext) =>
-    execute(
+  /** Results with errors run() already has, for Apollo's own execution step to report (see run). */
+  const ran = new WeakMap<object, ExecutionResult>();
+
+  /**
+   * Runs a resolved operation from a plugin's `responseForOperation`, which spares Apollo's execution step its fixed
+   * costs (an Accept negotiation for incremental delivery, execution hooks, a gateway request context) on every
+   * request. A result without errors is the response as that step would build it; a result with errors is kept
+   * and `null` returned, so that Apollo executes as usual, gets this result from the gateway (nothing runs twice),
+   * and reports its errors exactly as it always does.
+   */
+  async function run(requestContext: {
+    readonly queryHash?: string;
+    readonly document: DocumentNode;
+    readonly operation?: unknown;
+    readonly operationName: string | null;
+    readonly request: { readonly variables?: Record<string, unknown> };
+    readonly contextValue: object;
+  }): Promise<ExecutionResult | null> {
+    if (!requestContext.operation || requestContext.queryHash === undefined) return null;
+    const result = await execute(
+      requestContext.queryHash,
+      requestContext.document,
+      requestContext.operationName ?? undefined,
+      requestContext.request.variables,
+      requestContext.contextValue,
+    );
+    if (!result.errors?.length) return result;
+    ran.set(requestContext.contextValue, result);
+    return null;
+  }
+
+  const executor: Executor = (requestContext) => {
+    const result = ran.get(requestContext.context);
+    if (result) {
+      ran.delete(requestContext.context);
+      return Promise.resolve(result) as ReturnType<Executor>;
+    }
+    return execute(
       requestContext.queryHash,
       requestContext.document,
       requestContext.operationName ?? undefined,
       requestContext.request.variables,
       requestContext.context,
     ) as ReturnType<Executor>;
+  };
 
   let stopped = false;
   const gateway: Gateway = {
@@ -119,6 +156,7 @@ export function createJitExecutor(schema: GraphQLSchema, options: JitOptions = {
   return {
     gateway,
     execute,
+    run,
     /** Compiled operations held now (for tests and metrics). */
     get size() {
       return compiled.size;

@@ -1,7 +1,124 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry, type CounterConfiguration } from 'prom-client';
+
+/** One label set's count, kept as a plain number until the next scrape hands it to prom-client. */
+export class Tally {
+  pending = 0;
+  constructor(readonly labels: Record<string, string>) {}
+  inc(by = 1): void {
+    this.pending += by;
+  }
+}
+
+/**
+ * A prom-client Counter whose hot label sets count in plain numbers: `tally(...)` binds a label set once, and then
+ * counting is an addition, with no label object, hash string or validation per increment as prom-client's own
+ * `inc` has. The sums reach the Counter when it is collected (every scrape), so /metrics shows exact values.
+ */
+function talliedCounter<L extends string>(config: CounterConfiguration<L>) {
+  const tallies = new Map<string, Tally>();
+  const counter = new Counter<L>({
+    ...config,
+    collect() {
+      for (const t of tallies.values()) {
+        if (!t.pending) continue;
+        this.inc(t.labels as Partial<Record<L, string>>, t.pending);
+        t.pending = 0;
+      }
+    },
+  });
+  return Object.assign(counter, {
+    /** The tally of one label set (values in labelNames order), made on first use. */
+    tally(...values: string[]): Tally {
+      const key = values.join('\u0000');
+      let t = tallies.get(key);
+      if (!t) {
+        const names = config.labelNames ?? [];
+        if (values.length !== names.length) throw new Error(`${config.name}: ${names.length} label values expected`);
+        t = new Tally(Object.fromEntries(names.map((name, i) => [name, values[i]!])));
+        tallies.set(key, t);
+      }
+      return t;
+    },
+  });
+}
+
+/**
+ * A histogram kept as plain numbers per label set (bucket counts, sum, count), so an observation is a few additions;
+ * it hands prom-client's registry the same series a prom-client Histogram would.
+ */
+class TalliedHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly series = new Map<
+    string,
+    { labels: Record<string, string>; buckets: number[]; sum: number; count: number }
+  >();
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly labelNames: readonly string[],
+    private readonly bounds: readonly number[],
+  ) {}
+
+  /** The observer of one label set (values in labelNames order), made on first use. */
+  child(...values: string[]): { observe(value: number): void } {
+    const key = values.join('\u0000');
+    let s = this.series.get(key);
+    if (!s) {
+      const labels = Object.fromEntries(this.labelNames.map((name, i) => [name, values[i]!]));
+      s = { labels, buckets: this.bounds.map(() => 0), sum: 0, count: 0 };
+      this.series.set(key, s);
+    }
+    const series = s;
+    const bounds = this.bounds;
+    return {
+      observe(value: number) {
+        if (!Number.isFinite(value)) return;
+        for (let i = 0; i < bounds.length; i++) {
+          if (value <= bounds[i]!) {
+            series.buckets[i]!++;
+            break;
+          }
+        }
+        series.sum += value;
+        series.count++;
+      },
+    };
+  }
+
+  /** What the registry renders: the shape prom-client's Histogram gives it. */
+  async get() {
+    const values: {
+      labels: Record<string, string | number>;
+      sharedLabels: Record<string, string>;
+      value: number;
+      metricName: string;
+    }[] = [];
+    for (const s of this.series.values()) {
+      let cumulative = 0;
+      this.bounds.forEach((le, i) => {
+        cumulative += s.buckets[i]!;
+        values.push({ labels: { le }, sharedLabels: s.labels, value: cumulative, metricName: `${this.name}_bucket` });
+      });
+      values.push({
+        labels: { le: '+Inf' },
+        sharedLabels: s.labels,
+        value: s.count,
+        metricName: `${this.name}_bucket`,
+      });
+      values.push({ labels: {}, sharedLabels: s.labels, value: s.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: {}, sharedLabels: s.labels, value: s.count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  reset() {
+    this.series.clear();
+  }
+}
 
 /** Why a request or stream was turned away before any work: the protections, by name. */
 export type RefusalReason = 'rate_budget' | 'query_cost' | 'query_limits' | 'stream_limit';
@@ -11,19 +128,21 @@ export function createMetrics() {
   collectDefaultMetrics({ register: registry });
   return {
     registry,
-    httpRequests: new Counter({
+    httpRequests: talliedCounter({
       name: 'http_requests_total',
       help: 'HTTP requests by route group, method and status.',
       labelNames: ['route', 'method', 'status'] as const,
       registers: [registry],
     }),
-    httpDuration: new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'HTTP request duration by route group.',
-      labelNames: ['route'] as const,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers: [registry],
-    }),
+    httpDuration: registered(
+      registry,
+      new TalliedHistogram(
+        'http_request_duration_seconds',
+        'HTTP request duration by route group.',
+        ['route'],
+        [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      ),
+    ),
     // GraphQL reports most failures inside a 200 response, so they are counted on their own.
     graphqlErrors: new Counter({
       name: 'graphql_errors_total',
@@ -31,12 +150,12 @@ export function createMetrics() {
       labelNames: ['code'] as const,
       registers: [registry],
     }),
-    sqlStatements: new Counter({
+    sqlStatements: talliedCounter({
       name: 'sql_statements_total',
       help: 'SQL statements sent to the database.',
       registers: [registry],
-    }),
-    graphqlOperations: new Counter({
+    }).tally(),
+    graphqlOperations: talliedCounter({
       name: 'graphql_operations_total',
       help: 'GraphQL operations admitted to run, by type, on every transport.',
       labelNames: ['type'] as const,
@@ -69,34 +188,44 @@ export function createMetrics() {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/** A metric of our own in prom-client's registry, rendered by it like its own. */
+function registered<M extends { name: string }>(registry: Registry, metric: M): M {
+  registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
+  return metric;
+}
+
 /** Bounded label values: a route group, never the raw path with its ids. */
 function routeGroup(path: string): string {
-  const match = /^\/(graphql|v1\/orders|v1|idp|auth|healthz|readyz)(?=\/|$)/.exec(path);
+  const match = /^\/(graphql|v1\/orders|v1|idp|auth|healthz|readyz)(?=[/?]|$)/.exec(path);
   return match ? `/${match[1]}` : 'other';
 }
 
 export function recordRequests(metrics: Metrics) {
   // Label children are bound once per label value and kept, so a request costs counter increments only,
   // not label objects and their lookups (the label values are bounded: route groups, methods, statuses).
-  const durations = new Map<string, ReturnType<Metrics['httpDuration']['labels']>>();
-  const counts = new Map<string, ReturnType<Metrics['httpRequests']['labels']>>();
+  const durations = new Map<string, { observe(value: number): void }>();
   const durationOf = (route: string) => {
     let child = durations.get(route);
-    if (!child) durations.set(route, (child = metrics.httpDuration.labels(route)));
+    if (!child) durations.set(route, (child = metrics.httpDuration.child(route)));
     return child;
   };
+  // Per route group, method and status: nested maps, so that finding the tally builds no key string.
+  const counts = new Map<string, Map<string, Map<number, Tally>>>();
   const countOf = (route: string, method: string, status: number) => {
-    const key = `${route} ${method} ${status}`;
-    let child = counts.get(key);
-    if (!child) counts.set(key, (child = metrics.httpRequests.labels(route, method, String(status))));
-    return child;
+    let byMethod = counts.get(route);
+    if (!byMethod) counts.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    let tally = byStatus.get(status);
+    if (!tally) byStatus.set(status, (tally = metrics.httpRequests.tally(route, method, String(status))));
+    return tally;
   };
   return (req: Request, res: Response, next: NextFunction) => {
     // originalUrl, because routers rewrite req.path to be relative to where they are mounted.
-    const route = routeGroup(req.originalUrl.split('?')[0]!);
-    const started = process.hrtime.bigint();
+    const route = routeGroup(req.originalUrl);
+    const started = performance.now();
     res.on('finish', () => {
-      durationOf(route).observe(Number(process.hrtime.bigint() - started) / 1e9);
+      durationOf(route).observe((performance.now() - started) / 1000);
       countOf(route, req.method, res.statusCode).inc();
     });
     next();

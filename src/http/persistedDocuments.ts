@@ -5,7 +5,25 @@ import type { Redis } from 'ioredis';
 
 const SHA256 = /^[0-9a-f]{64}$/;
 
-export const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+const hashes = new Map<string, string>();
+/** Documents this long or shorter have their hash remembered: clients send the same few texts again and again. */
+const REMEMBERED_LENGTH = 4096;
+
+/**
+ * The sha256 (hex) of a document's text. The hashes of the last 1,000 short texts are remembered, since every request
+ * with a text needs its hash (the persisted-query check, the screen's memory) and looking a string up costs far less
+ * than hashing it.
+ */
+export function sha256(text: string): string {
+  if (text.length > REMEMBERED_LENGTH) return createHash('sha256').update(text).digest('hex');
+  let hash = hashes.get(text);
+  if (hash === undefined) {
+    hash = createHash('sha256').update(text).digest('hex');
+    if (hashes.size >= 1000) hashes.delete(hashes.keys().next().value!);
+    hashes.set(text, hash);
+  }
+  return hash;
+}
 
 /**
  * A graphql-codegen client-preset manifest (`persisted-documents.json`): `{ "<sha256 hex>": "<document>" }`.

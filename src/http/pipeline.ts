@@ -18,20 +18,20 @@ import {
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { Context } from '../context.js';
-import { operationCost } from './cost.js';
+import { rememberedOperationCost } from './cost.js';
 import { clientError, formatError, formatResult, type ErrorPolicy } from './graphqlErrors.js';
 import { limitErrors, staticLimits } from './limits.js';
 import { createDeprecationMetric } from './deprecations.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics, Tally } from './metrics.js';
 import { boundedApqStore, loadManifest, sha256 } from './persistedDocuments.js';
 import { clientKey, type Charge, type RateBudget } from './rateBudget.js';
 
-/** The client address a context's budget is keyed by, for anonymous callers (see identify()). */
-const CLIENT_ADDRESS = Symbol('client address');
-type Identified = { [CLIENT_ADDRESS]?: string | undefined };
-
 /** Apollo prefixes its persisted-query keys so; the streaming transports read the same entries. */
 const APQ_PREFIX = 'apq:';
+
+/** The client address a context was identified with (see identify). */
+const CLIENT_ADDRESS = Symbol('clientAddress');
+const clientAddress = (context: Context) => (context as Context & { [CLIENT_ADDRESS]?: string })[CLIENT_ADDRESS];
 
 /** What a client sends, on any transport. */
 export interface OperationParams {
@@ -123,10 +123,10 @@ export function createPipeline(deps: {
   }
   const deprecations = createDeprecationMetric(metrics.registry);
   /** One bound counter per operation type, so counting an operation allocates nothing. */
-  const operationCounters = new Map<string, ReturnType<Metrics['graphqlOperations']['labels']>>();
+  const operationCounters = new Map<string, Tally>();
   const operationCounter = (type: string) => {
     let counter = operationCounters.get(type);
-    if (!counter) operationCounters.set(type, (counter = metrics.graphqlOperations.labels(type)));
+    if (!counter) operationCounters.set(type, (counter = metrics.graphqlOperations.tally(type)));
     return counter;
   };
   const costs = new WeakMap<object, CostReport>();
@@ -178,7 +178,7 @@ export function createPipeline(deps: {
     context: Context,
   ): Promise<Admission> {
     deprecations.record(schema, document, context.principal);
-    const complexity = operationCost(schema, document, operation, isRecord(variables) ? variables : {});
+    const complexity = rememberedOperationCost(schema, document, operation, isRecord(variables) ? variables : {});
     // A subscription is charged once but executed for every event it receives, for as long as it stays open.
     const perEvent = operation.operation === 'subscription';
     const maximum = perEvent ? limits.maxSubscriptionCost : limits.maxCost;
@@ -195,10 +195,7 @@ export function createPipeline(deps: {
       };
     }
     const requested = pointsFor(complexity);
-    const charge = await budget.charge(
-      clientKey(context.principal, (context as Identified)[CLIENT_ADDRESS]),
-      requested,
-    );
+    const charge = await budget.charge(clientKey(context.principal, clientAddress(context)), requested);
     const report = { complexity, requested, remaining: charge.remaining, resetSeconds: charge.resetSeconds };
     costs.set(context, report);
     if (charge.allowed) {
@@ -227,11 +224,11 @@ export function createPipeline(deps: {
     formatError: (formatted: GraphQLFormattedError, error: unknown) => formatError(formatted, error, policy),
 
     /**
-     * Remembers whose budget a context's operations spend. On the context itself (a symbol-keyed property), not in a
-     * map beside it: Apollo runs every operation with a shallow copy of the context it is given.
+     * Remembers whose budget a context's operations spend. Kept on the context itself, so that Apollo's copy of
+     * it (the one its hooks are given) still knows the client's address.
      */
     identify<C extends Context>(context: C, ip: string | undefined): C {
-      (context as Identified)[CLIENT_ADDRESS] = ip;
+      (context as C & { [CLIENT_ADDRESS]?: string })[CLIENT_ADDRESS] = ip;
       return context;
     },
 

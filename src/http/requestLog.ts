@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 
@@ -16,53 +16,89 @@ declare module 'node:http' {
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /**
- * What a request log line says about the request: short, and no headers at all, so none can carry a credential or
- * a cookie into the log (the logger's redaction still covers the url's query and credentials).
+ * Where requestLog keeps a request's logger, or the logger to make it from, until something logs. Registered
+ * symbols: the accessor below is defined once per process, and must understand requests from any copy of this
+ * module (Jest loads one per test file).
  */
-const describe = (req: IncomingMessage) => ({
-  id: req.id,
-  method: req.method,
-  url: req.url,
-  remoteAddress: req.socket?.remoteAddress,
-});
+const LOG = Symbol.for('orders-api.requestLog.logger');
+const PARENT = Symbol.for('orders-api.requestLog.parent');
+/** The logger a request's own is made from, on first use. */
+interface Parent {
+  readonly [PARENT]: Logger;
+}
+const isParent = (value: unknown): value is Parent => typeof value === 'object' && value !== null && PARENT in value;
+type Logged = Request & { [LOG]?: Logger | Parent };
+
+/**
+ * `req.log`, defined once on the request prototype: the request's child logger is made the first time something
+ * reads it, and a request that never logs pays nothing for it (an accessor defined on each request would change
+ * every request object's shape).
+ */
+function defineRequestLogger() {
+  if (Object.getOwnPropertyDescriptor(IncomingMessage.prototype, 'log')) return;
+  Object.defineProperty(IncomingMessage.prototype, 'log', {
+    configurable: true,
+    enumerable: false,
+    get(this: Logged): Logger {
+      const log = this[LOG];
+      if (!isParent(log)) return log as Logger;
+      const child = log[PARENT].child({ req: { id: this.id, method: this.method, url: this.originalUrl } });
+      this[LOG] = child;
+      return child;
+    },
+    set(this: Logged, value: Logger) {
+      this[LOG] = value;
+    },
+  });
+}
+
+export interface RequestLogOptions {
+  /**
+   * Share (0–1) of successful requests (status below 400) logged at info; the others are logged at debug. 4xx
+   * responses are logged at info, 5xx and aborted responses at error, always.
+   */
+  readonly sample?: number;
+}
 
 /**
  * The request id, `X-Request-Id`, a per-request logger and one log line when the response is finished — what
  * pino-http did, for less: the request's logger is made only when something logs through it, and the finishing
- * line is built only when its level is on. Server errors (5xx) and aborted responses log at error, the rest at
- * info; health checks are not logged.
+ * line is built only when its level is on. Server errors (5xx) and aborted responses log at error and refusals
+ * (4xx) at info, always; successes at debug, or at info for the sampled share of them; health checks are not logged.
  */
-export function requestLog(logger: Logger) {
+export function requestLog(logger: Logger, options: RequestLogOptions = {}) {
+  defineRequestLogger();
+  const sample = options.sample ?? 0;
+  const parent: Parent = { [PARENT]: logger };
+  const line = (req: Request, res: Response, level: 'error' | 'info' | 'debug', started: number, msg: string) =>
+    logger[level](
+      {
+        req: { id: req.id, method: req.method, url: req.originalUrl, remoteAddress: req.socket?.remoteAddress },
+        res: { statusCode: res.statusCode },
+        responseTime: Math.round(performance.now() - started),
+      },
+      msg,
+    );
   return (req: Request, res: Response, next: NextFunction) => {
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     req.id = id;
+    (req as Logged)[LOG] = parent;
     res.setHeader('X-Request-Id', id);
-    let log: Logger | undefined;
-    Object.defineProperty(req, 'log', {
-      configurable: true,
-      enumerable: false,
-      get: () => (log ??= logger.child({ req: { id, method: req.method, url: req.originalUrl } })),
-      set: (value: Logger) => void (log = value),
-    });
     if (req.url === '/healthz' || req.url === '/readyz') return next();
     const started = performance.now();
-    const done = (aborted: boolean) => {
-      const error = aborted || res.statusCode >= 500;
-      const level = error ? 'error' : 'info';
-      if (!logger.isLevelEnabled(level)) return;
-      logger[level](
-        {
-          req: { ...describe(req), url: req.originalUrl },
-          res: { statusCode: res.statusCode },
-          responseTime: Math.round(performance.now() - started),
-        },
-        aborted ? 'request aborted' : error ? 'request errored' : 'request completed',
-      );
-    };
-    res.once('finish', () => done(false));
-    res.once('close', () => {
-      if (!res.writableFinished) done(true);
+    res.on('close', () => {
+      if (!res.writableFinished) {
+        if (logger.isLevelEnabled('error')) line(req, res, 'error', started, 'request aborted');
+        return;
+      }
+      const status = res.statusCode;
+      if (status >= 500) {
+        if (logger.isLevelEnabled('error')) line(req, res, 'error', started, 'request errored');
+        return;
+      }
+      const level = status >= 400 || (sample > 0 && Math.random() < sample) ? 'info' : 'debug';
+      if (logger.isLevelEnabled(level)) line(req, res, level, started, 'request completed');
     });
     next();
   };

@@ -123,7 +123,7 @@ export function createSseRouter(deps: {
   const contextFor = (raw: Request) => {
     const principal = raw.res!.locals.principal;
     const lastEventId = raw.get('last-event-id');
-    const context: Context = createContext(deps.services, principal, String(raw.id), raw.log, {
+    const context: Context = createContext(deps.services, principal, String(raw.id), () => raw.log, {
       onEnd: (why, message) => {
         if (why === 'overflow') deps.fanout.countTooSlow();
         enders.get(raw)?.(message);

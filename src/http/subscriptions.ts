@@ -230,7 +230,7 @@ export function createWebSocketServer(deps: {
     const state = states.get(ctx.extra)!;
     const socket: WebSocket = ctx.extra.socket;
     // One child logger per connection: its operations share the connection's request id.
-    const log = (state.log ??= logger.child({ reqId: state.requestId }));
+    const log = () => (state.log ??= logger.child({ reqId: state.requestId }));
     const context: Context = createContext(services, state.principal, state.requestId, log, {
       onEnd: (why, message) => {
         if (why === 'overflow') deps.fanout.countTooSlow();

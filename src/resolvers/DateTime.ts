@@ -1,5 +1,8 @@
 import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
 
+/** What `Date.toISOString()` writes for years 0–9999. */
+const CANONICAL = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
 function parse(value: unknown): Date {
   const date = typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value) ? new Date(value) : null;
   if (!date || Number.isNaN(date.getTime())) {
@@ -13,6 +16,8 @@ export const DateTime = new GraphQLScalarType({
   specifiedByURL: 'https://www.rfc-editor.org/rfc/rfc3339',
   serialize(value) {
     if (value instanceof Date) return value.toISOString();
+    // Timestamps from the database arrive as text already in this form (src/store/timestamps.ts): passed through.
+    if (typeof value === 'string' && CANONICAL.test(value)) return value;
     return parse(value).toISOString();
   },
   parseValue: parse,

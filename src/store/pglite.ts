@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Database, Queryable } from './db.js';
+import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
 
 /**
  * Embedded PostgreSQL: one connection, which PGlite itself serializes around transactions. `loadDataDir` starts it
@@ -10,7 +11,12 @@ import type { Database, Queryable } from './db.js';
  */
 export async function openPglite(dataDir: string | 'memory', opts: { loadDataDir?: Blob } = {}): Promise<Database> {
   if (dataDir !== 'memory') mkdirSync(dataDir, { recursive: true });
-  const pglite = new PGlite({ ...(dataDir === 'memory' ? {} : { dataDir }), ...opts });
+  // Timestamps stay text in the API's form (see isoTimestamp), as on PostgreSQL.
+  const pglite = new PGlite({
+    ...(dataDir === 'memory' ? {} : { dataDir }),
+    ...opts,
+    parsers: { [TIMESTAMPTZ]: isoTimestamp },
+  });
   await pglite.waitReady;
 
   const db: Database = {

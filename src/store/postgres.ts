@@ -1,7 +1,16 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Database, Queryable } from './db.js';
+import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
 import { translateDatabaseError } from './unavailable.js';
+
+/** pg's parsers, except that timestamps stay text in the API's form (see isoTimestamp). */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === TIMESTAMPTZ && format !== 'binary'
+      ? isoTimestamp
+      : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
+};
 
 export async function openPostgres(url: string, schema?: string): Promise<Database> {
   if (schema) {
@@ -23,6 +32,7 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
     // connection at once, so that case is answered at once). Shorter, and a busy moment on a loaded host
     // turns into 503s that a balancer then counts against a healthy replica.
     connectionTimeoutMillis: 3_000,
+    types,
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   // An idle client that loses its connection emits here; without a listener the process would crash.

@@ -3,6 +3,10 @@ import { ORDER_STATUSES, type Customer, type Order, type OrderItem, type Product
 
 // Rows are validated once where they enter the program, so a schema drift fails loudly here.
 const int = z.coerce.number().int();
+/** A timestamp as the drivers hand it over (src/store/timestamps.ts): already the API's RFC 3339 form. */
+const timestamp = z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+/** A timestamp in stored JSON (outbox payloads, idempotency records), in the same form whatever wrote it. */
+const storedTimestamp = z.coerce.date().transform((date) => date.toISOString());
 
 const OrderRow = z.object({
   id: z.string(),
@@ -10,8 +14,8 @@ const OrderRow = z.object({
   status: z.enum(ORDER_STATUSES),
   total_cents: int,
   version: int,
-  created_at: z.coerce.date(),
-  updated_at: z.coerce.date(),
+  created_at: timestamp,
+  updated_at: timestamp,
 });
 
 const OrderItemRow = z.object({
@@ -38,8 +42,8 @@ export const StoredOrder = z.object({
   status: z.enum(ORDER_STATUSES),
   totalCents: z.number().int(),
   version: z.number().int(),
-  createdAt: z.coerce.date(),
-  updatedAt: z.coerce.date(),
+  createdAt: storedTimestamp,
+  updatedAt: storedTimestamp,
 });
 
 export const StoredOrderItem = z.object({

@@ -14,14 +14,14 @@ export function orderJson(order: Order, items: readonly OrderItem[]): OrderRepre
       line_total_cents: i.qty * i.unitPriceCents,
     })),
     total_cents: order.totalCents,
-    created_at: order.createdAt.toISOString(),
-    updated_at: order.updatedAt.toISOString(),
+    created_at: order.createdAt,
+    updated_at: order.updatedAt,
   };
 }
 
 /** Cursors are opaque to clients: base64url of the last row's position in newest-first order. */
 export function encodeCursor(order: Order): string {
-  return Buffer.from(JSON.stringify([order.createdAt.toISOString(), order.id])).toString('base64url');
+  return Buffer.from(JSON.stringify([order.createdAt, order.id])).toString('base64url');
 }
 
 /** Longer than any cursor encodeCursor makes (about 90 characters). */

@@ -1,0 +1,62 @@
+import { HeaderMap, type ApolloServer, type BaseContext, type HTTPGraphQLRequest } from '@apollo/server';
+import type { Request, RequestHandler, Response } from 'express';
+
+/** The query string of a request target, as url.parse() gives it for Apollo (which decodes it itself). */
+function searchOf(url: string): string {
+  const query = url.indexOf('?');
+  if (query < 0) return '';
+  const fragment = url.indexOf('#', query);
+  return fragment < 0 ? url.slice(query) : url.slice(query, fragment);
+}
+
+/**
+ * Apollo Server on Express 5: what `expressMiddleware` of @as-integrations/express5 does, for less per request. The
+ * query string is cut from the URL instead of parsed by the legacy url.parse() (whose escaping Apollo's
+ * URLSearchParams undoes anyway), and the request headers are copied into Apollo's HeaderMap without a list of
+ * entries. The answer is written the same way: its headers and status, then `res.send` for a complete body, chunk by
+ * chunk for an incremental one.
+ */
+export function apolloMiddleware<TContext extends BaseContext>(
+  server: ApolloServer<TContext>,
+  context: (args: { req: Request; res: Response }) => Promise<TContext>,
+): RequestHandler {
+  server.assertStarted('apolloMiddleware()');
+  return async (req, res) => {
+    if (!('body' in req)) {
+      res.status(500);
+      res.send(
+        '`req.body` is not set; this probably means you forgot to set up the ' +
+          '`json` middleware before the Apollo Server middleware.',
+      );
+      return;
+    }
+    const headers = new HeaderMap();
+    const incoming = req.headers;
+    for (const key in incoming) {
+      const value = incoming[key];
+      if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
+    }
+    const httpGraphQLRequest: HTTPGraphQLRequest = {
+      method: req.method.toUpperCase(),
+      headers,
+      search: searchOf(req.url),
+      body: req.body,
+    };
+    const response = await server.executeHTTPGraphQLRequest({
+      httpGraphQLRequest,
+      context: () => context({ req, res }),
+    });
+    for (const [key, value] of response.headers) res.setHeader(key, value);
+    res.statusCode = response.status || 200;
+    if (response.body.kind === 'complete') {
+      res.send(response.body.string);
+      return;
+    }
+    for await (const chunk of response.body.asyncIterator) {
+      res.write(chunk);
+      const flushable = res as Response & { flush?: () => void };
+      if (typeof flushable.flush === 'function') flushable.flush();
+    }
+    res.end();
+  };
+}
