@@ -261,6 +261,7 @@ export function createWebSocketServer(deps: {
       },
     },
     wss,
+    limits.wsKeepAliveSeconds * 1000,
   );
 
   return {
