@@ -17,6 +17,8 @@ export default {
   // Generous: only a hung test should ever reach it, also on a loaded machine.
   testTimeout: 120_000,
   // Files spend much of their time waiting (sockets, child processes, the browser): on 2 cores, 4 at once keeps both
-  // busy. Measured: PGlite 151 s → 101 s, PostgreSQL + Redis 76 s → 61 s.
+  // busy. Measured: PGlite 151 s → 101 s, PostgreSQL + Redis 76 s → 61 s. Since then (lean test cluster, schema:check
+  // compiling its meta-schema once, a shorter sign-in delay under NODE_ENV=test), on Node 24: PGlite 83-89 s wall,
+  // 148-159 s CPU; PostgreSQL + Redis 63-66 s wall, 97-102 s CPU.
   maxWorkers: 4,
 };

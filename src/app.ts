@@ -294,11 +294,16 @@ export type App = Awaited<ReturnType<typeof createApp>>;
 async function startEmbeddedIdp({
   nodeEnv,
   ...opts
-}: Omit<EmbeddedIdpOptions, 'passwordHashing'> & { nodeEnv: Config['nodeEnv'] }) {
+}: Omit<EmbeddedIdpOptions, 'passwordHashing' | 'signinDelayMs'> & { nodeEnv: Config['nodeEnv'] }) {
   // One after the other: Jest's ESM linker fails when two dynamic imports race to link a module they share.
   const { createEmbeddedIdp } = await import('./auth/embeddedIdp.js');
   const { argon2Params } = await import('./auth/idp/users.js');
-  return createEmbeddedIdp({ ...opts, passwordHashing: argon2Params(nodeEnv) });
+  const { signinDelayMs } = await import('./auth/idp/signinThrottle.js');
+  return createEmbeddedIdp({
+    ...opts,
+    passwordHashing: argon2Params(nodeEnv),
+    signinDelayMs: signinDelayMs(nodeEnv),
+  });
 }
 
 /** A refused charge is a refusal, whichever transport asked (GraphQL cost or a REST price). */

@@ -109,6 +109,7 @@ const EnvSchema = z.object({
   RESULT_CACHE_TTL_S: z.coerce.number().int().min(1).max(86_400).default(60),
   WS_IDLE_TIMEOUT_S: z.coerce.number().int().min(1).max(86_400).default(60),
   WS_INIT_TIMEOUT_S: z.coerce.number().int().min(1).max(60).default(3),
+  WS_KEEPALIVE_S: z.coerce.number().int().min(1).max(3600).default(30),
   WS_MAX_PER_IP: z.coerce.number().int().min(1).default(50),
   WS_MAX_SUBSCRIPTIONS_PER_SOCKET: z.coerce.number().int().min(1).default(25),
   STREAMS_MAX_PER_USER: z.coerce.number().int().min(1).default(100),
@@ -261,6 +262,11 @@ export interface StreamLimits {
   readonly wsIdleTimeoutSeconds: number;
   /** A WebSocket that has not sent connection_init by then closes (graphql-ws: 4408). */
   readonly wsInitTimeoutSeconds: number;
+  /**
+   * Every WebSocket is pinged this often (30 s by default, by one timer for all connections); one that has not
+   * answered by the next ping is dropped.
+   */
+  readonly wsKeepAliveSeconds: number;
   readonly wsMaxPerIp: number;
   readonly wsMaxSubscriptionsPerSocket: number;
   /** WebSocket subscriptions and SSE streams of one user together. */
@@ -329,6 +335,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     streams: {
       wsIdleTimeoutSeconds: e.WS_IDLE_TIMEOUT_S,
       wsInitTimeoutSeconds: e.WS_INIT_TIMEOUT_S,
+      wsKeepAliveSeconds: e.WS_KEEPALIVE_S,
       wsMaxPerIp: e.WS_MAX_PER_IP,
       wsMaxSubscriptionsPerSocket: e.WS_MAX_SUBSCRIPTIONS_PER_SOCKET,
       maxPerUser: e.STREAMS_MAX_PER_USER,

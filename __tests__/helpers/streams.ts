@@ -8,9 +8,12 @@ export interface Closed {
   reason: string;
 }
 
-/** A raw graphql-transport-ws socket with optional cookie: resolves `closed` with the server's close code. */
-export function rawSocket(url: string, headers: Record<string, string> = {}) {
-  const socket = new WebSocket(`${url.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws', { headers });
+/**
+ * A raw graphql-transport-ws socket with optional cookie: resolves `closed` with the server's close code.
+ * `autoPong: false` makes a peer that never answers the server's pings.
+ */
+export function rawSocket(url: string, headers: Record<string, string> = {}, opts: { autoPong?: boolean } = {}) {
+  const socket = new WebSocket(`${url.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws', { headers, ...opts });
   const opened = new Promise<number>((resolve) => {
     socket.on('open', () => resolve(101));
     socket.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));

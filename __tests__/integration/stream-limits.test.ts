@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ORDER_CREATED, rawSocket, sseStream } from '../helpers/streams.js';
+import { ORDER_CREATED, rawSocket, sseStream, within } from '../helpers/streams.js';
 
 const INVALID = 'subscription { noSuchField }';
 /** Refused before it runs; the code itself is the GraphQL pipeline's business, only the slot is ours. */
@@ -11,9 +11,30 @@ const refusedByValidation = (code: string | undefined) => assert.notEqual(code, 
 describe('idle WebSockets', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ WS_IDLE_TIMEOUT_S: '2', WS_INIT_TIMEOUT_S: '1' });
+    server = await startTestServer({ WS_IDLE_TIMEOUT_S: '2', WS_INIT_TIMEOUT_S: '1', WS_KEEPALIVE_S: '1' });
   });
   afterAll(() => server?.close());
+
+  test('a socket that answers no ping is dropped after WS_KEEPALIVE_S, subscription or not; one that answers stays', async () => {
+    const token = await server.token('carol');
+    const silent = rawSocket(server.url, {}, { autoPong: false });
+    const answering = rawSocket(server.url);
+    let pings = 0;
+    silent.socket.on('ping', () => pings++);
+    await Promise.all([
+      silent.init({ authorization: `Bearer ${token}` }),
+      answering.init({ authorization: `Bearer ${token}` }),
+    ]);
+    for (const ws of [silent, answering]) ws.send({ id: '1', type: 'subscribe', payload: { query: ORDER_CREATED } });
+
+    // Dropped without a closing handshake, at the second ping (not after the default's 12 to 24 s).
+    assert.deepEqual(await within(10_000, 'the drop', silent.closed), { code: 1006, reason: '' });
+    assert.ok(pings >= 1, `${pings} pings`);
+    // Opened together and as busy, so only its answers kept it.
+    assert.equal(answering.socket.readyState, answering.socket.OPEN);
+    answering.socket.close();
+    await answering.closed;
+  });
 
   test('a socket that never sends connection_init is closed with 4408', async () => {
     const ws = rawSocket(server.url);

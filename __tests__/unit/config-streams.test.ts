@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from '../../src/config.js';
 const NAMES = [
   'WS_IDLE_TIMEOUT_S',
   'WS_INIT_TIMEOUT_S',
+  'WS_KEEPALIVE_S',
   'WS_MAX_PER_IP',
   'WS_MAX_SUBSCRIPTIONS_PER_SOCKET',
   'STREAMS_MAX_PER_USER',
@@ -20,6 +21,7 @@ describe('configuration of stream bounds and sweeping', () => {
     assert.deepEqual(config.streams, {
       wsIdleTimeoutSeconds: 60,
       wsInitTimeoutSeconds: 3,
+      wsKeepAliveSeconds: 12,
       wsMaxPerIp: 50,
       wsMaxSubscriptionsPerSocket: 25,
       maxPerUser: 100,

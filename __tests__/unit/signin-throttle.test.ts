@@ -1,6 +1,6 @@
 import { describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
-import { createSigninThrottle, SIGNIN_LIMITS } from '../../src/auth/idp/signinThrottle.js';
+import { createSigninThrottle, SIGNIN_LIMITS, signinDelayMs } from '../../src/auth/idp/signinThrottle.js';
 import { memoryAttemptCounters } from '../../src/store/attemptCounters.js';
 
 const quiet = { warn() {}, info() {} };
@@ -20,6 +20,18 @@ describe('sign-in throttle (in process)', () => {
     assert.ok(free.every((v) => !v.locked && v.delayMs === 0));
     assert.ok(delayed.every((v) => !v.locked && v.delayMs === SIGNIN_LIMITS.delayMs));
     assert.deepEqual(verdicts.at(-1), { locked: true, retryAfterSeconds: SIGNIN_LIMITS.lockSeconds });
+  });
+
+  test('development and production delay a slowed attempt by 1 s; only NODE_ENV=test waits less', async () => {
+    assert.equal(SIGNIN_LIMITS.delayMs, 1000);
+    assert.equal(signinDelayMs('production'), 1000);
+    assert.equal(signinDelayMs('development'), 1000);
+    const short = signinDelayMs('test');
+    assert.ok(short > 0 && short < 1000, `${short} ms`);
+    // The delay given is the delay a slowed attempt gets.
+    const throttle = createSigninThrottle({ namespace: 't', logger: quiet, delayMs: short });
+    for (let i = 0; i < SIGNIN_LIMITS.user.delayAfter; i++) await throttle.begin('dave', '10.0.0.1');
+    assert.deepEqual(await throttle.begin('dave', '10.0.0.1'), { locked: false, delayMs: short });
   });
 
   test('names are compared trimmed and lower-cased, as the user table does', async () => {

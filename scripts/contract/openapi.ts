@@ -1,4 +1,41 @@
+import { createRequire } from 'node:module';
+import type { Ajv as AjvClass } from 'ajv';
 import openapiDiff from 'openapi-diff';
+
+/**
+ * openapi-diff compares each pair of request and response bodies with json-schema-diff, which first checks both
+ * schemas against JSON Schema draft-07 with an Ajv instance made for that call: the draft-07 meta-schema is
+ * compiled again every time, some 300 times a check, most of its CPU. Its check is replaced here by the same one
+ * (the same Ajv and options, the same meta-schema, the same errors) on one instance that compiles it once. The
+ * modules are those json-schema-diff itself loads; if it no longer has that function, this fails loudly.
+ */
+function compileDraft07Once(): void {
+  const fromDiffer = createRequire(createRequire(import.meta.url).resolve('openapi-diff'));
+  const fromSchemaDiff = createRequire(fromDiffer.resolve('json-schema-diff'));
+  const validation = fromSchemaDiff('./json-schema-diff/diff-schemas/validate-schemas.js') as {
+    validateSchemas: (source: unknown, destination: unknown) => Promise<void>;
+  };
+  if (typeof validation.validateSchemas !== 'function') {
+    throw new Error('json-schema-diff no longer exports validateSchemas: see compileDraft07Once()');
+  }
+  const Ajv = (fromSchemaDiff('ajv') as { default: typeof AjvClass }).default;
+  const ajv = new Ajv({ strict: false, meta: false });
+  ajv.addMetaSchema(fromSchemaDiff('json-schema-spec-types/lib/json-schema-draft-07-schema') as object);
+  const failure = (schema: unknown) =>
+    ajv.validateSchema(schema as object) ? undefined : ajv.errorsText(ajv.errors || undefined);
+  validation.validateSchemas = (source, destination) => {
+    const sourceFailure = failure(source);
+    if (sourceFailure !== undefined) {
+      return Promise.reject(new Error(`Source schema is not a valid json schema: ${sourceFailure}`));
+    }
+    const destinationFailure = failure(destination);
+    if (destinationFailure !== undefined) {
+      return Promise.reject(new Error(`Destination schema is not a valid json schema: ${destinationFailure}`));
+    }
+    return Promise.resolve();
+  };
+}
+compileDraft07Once();
 
 type Difference = Pick<
   openapiDiff.DiffResult<openapiDiff.DiffResultType>,

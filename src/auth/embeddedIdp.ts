@@ -40,6 +40,8 @@ export interface EmbeddedIdpOptions {
   redis?: Redis;
   /** How long repeated failures lock a username or address (SIGNIN_LOCK_S). */
   signinLockSeconds?: number;
+  /** The wait added to each sign-in attempt past the first failures; shorter only under NODE_ENV=test (signinDelayMs). */
+  signinDelayMs?: number;
   /** Argon2 cost for the demo users' password hashes; cheaper only under NODE_ENV=test (argon2Params). */
   passwordHashing?: Argon2Params;
 }
@@ -265,6 +267,7 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
     logger,
     ...(opts.redis ? { redis: opts.redis } : {}),
     ...(opts.signinLockSeconds ? { lockSeconds: opts.signinLockSeconds } : {}),
+    ...(opts.signinDelayMs ? { delayMs: opts.signinDelayMs } : {}),
   });
   router.use(interactionRoutes({ provider, db, basePath, logger, throttle }));
   router.use('/me', twins.middleware());

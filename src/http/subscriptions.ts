@@ -26,11 +26,6 @@ import type { Pipeline } from './pipeline.js';
 import { clientIp, idleTimer, type Release, type StreamRegistry } from './streams.js';
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
-/**
- * Every connection is pinged once per KEEPALIVE_MS and closed if it has not answered the previous ping by then: a
- * dead peer is found within two periods; an idle proxy (nginx's proxy_read_timeout, deploy/nginx.conf) sees traffic.
- */
-const KEEPALIVE_MS = 30_000;
 /** The connections are pinged in this many turns spread over the period, so no turn pings them all at once. */
 const KEEPALIVE_TURNS = 10;
 
@@ -67,8 +62,11 @@ interface ConnectionState {
 /**
  * The keep-alive of every connection with one timer: connection i is pinged in turn i % KEEPALIVE_TURNS, and
  * terminated at its next turn if no pong came back. One shared `pong` listener, no timer or closure per socket.
+ * Each connection is pinged once per `periodMs` (WS_KEEPALIVE_S) and closed if it has not answered the previous ping
+ * by then: a dead peer is found within two periods; an idle proxy (nginx's proxy_read_timeout, deploy/nginx.conf)
+ * sees traffic.
  */
-function keepAlive(onDead: (socket: WebSocket) => void) {
+function keepAlive(periodMs: number, onDead: (socket: WebSocket) => void) {
   const turns = Array.from({ length: KEEPALIVE_TURNS }, () => new Set<WebSocket>());
   /** Sockets pinged that have not answered yet. */
   const waiting = new WeakSet<WebSocket>();
@@ -94,7 +92,7 @@ function keepAlive(onDead: (socket: WebSocket) => void) {
       turns[added++ % KEEPALIVE_TURNS]!.add(socket);
       socket.on('pong', answered);
       if (!timer) {
-        timer = setInterval(tick, KEEPALIVE_MS / KEEPALIVE_TURNS);
+        timer = setInterval(tick, periodMs / KEEPALIVE_TURNS);
         timer.unref();
       }
     },
@@ -379,7 +377,7 @@ export function createWebSocketServer(deps: {
   // graphql-ws's own `useServer` for `ws`, with one keep-alive timer for all connections instead of an interval per
   // socket, and errors in the JSON log instead of console.error stack traces.
   wss.options.handleProtocols = handleProtocols;
-  const alive = keepAlive((socket) => socket.terminate());
+  const alive = keepAlive(limits.wsKeepAliveSeconds * 1000, (socket) => socket.terminate());
   wss.on('error', (err) => logger.error({ err }, 'WebSocket server error'));
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     const extra: Extra = { socket, request };
