@@ -21,7 +21,7 @@ describe('configuration of stream bounds and sweeping', () => {
     assert.deepEqual(config.streams, {
       wsIdleTimeoutSeconds: 60,
       wsInitTimeoutSeconds: 3,
-      wsKeepAliveSeconds: 12,
+      wsKeepAliveSeconds: 30,
       wsMaxPerIp: 50,
       wsMaxSubscriptionsPerSocket: 25,
       maxPerUser: 100,
