@@ -240,6 +240,8 @@ interface CacheMixResult {
   readonly floor: SideResult;
   readonly throughputRatio: number;
   readonly cpuPerRequestRatio: number;
+  /** The public `GET {products}` on the same RESULT_CACHE=on replica, against the floor's products. */
+  readonly products?: { app: SideResult; floor: SideResult; throughputRatio: number; cpuPerRequestRatio: number };
   readonly loadAverage: number[];
   readonly problems: string[];
 }
@@ -255,6 +257,7 @@ async function runCacheMix(opts: {
   staffToken: string;
   writerToken: string;
   list: Scenario;
+  products?: Scenario;
 }): Promise<CacheMixResult> {
   const cached = await startChild('app (production, result cache)', './appServer.ts', {
     ...opts.appEnv,
@@ -284,6 +287,7 @@ async function runCacheMix(opts: {
     await sleep(stats.cutShort ? 1000 : 100);
     const counted = difference(await readCounters(metricsUrl), before);
     const floor = await measure(opts.floor, { ...opts.list.request(opts.floor.ready.url) }, false);
+    const products = opts.products && (await measureCachedProducts(cached, opts.floor, opts.products));
     const served = counted.graphqlRequests;
     const looked = counted.cacheHits + counted.cacheMisses;
     const problems = [
@@ -297,6 +301,7 @@ async function runCacheMix(opts: {
       ...(stats.cutShort ? ['app: stopped by the time limit'] : []),
       ...floor.warmupProblems.map((p) => `floor ${p}`),
       ...problemsOf('floor', floor.result),
+      ...(products?.problems ?? []),
     ];
     const result: CacheMixResult = {
       description: `POST list of 100 as staff ×${MIX_READS_PER_WRITE}, createOrder as alice ×1, RESULT_CACHE=on`,
@@ -313,6 +318,7 @@ async function runCacheMix(opts: {
       cpuPerRequestRatio: floor.result.cpuUsPerRequest
         ? (served ? (1000 * server) / served : 0) / floor.result.cpuUsPerRequest
         : 0,
+      ...(products ? { products: products.result } : {}),
       loadAverage: os.loadavg(),
       problems,
     };
@@ -327,6 +333,35 @@ async function runCacheMix(opts: {
   }
 }
 
+/** The public products GET on the RESULT_CACHE=on replica (after the mix: its entry is warm), then on the floor. */
+async function measureCachedProducts(cached: ServerChild, floor: ServerChild, scenario: Scenario) {
+  const check = await checkSameWork(scenario, cached.ready.url, floor.ready.url);
+  const a = await measure(
+    cached,
+    { ...scenario.request(cached.ready.url), expectBody: check.appBody, normalize: ignoreBudgetCountdown },
+    false,
+  );
+  const f = await measure(floor, { ...scenario.request(floor.ready.url), expectBody: check.floorBody }, false);
+  const result = {
+    app: a.result,
+    floor: f.result,
+    throughputRatio: f.result.stats.rps ? a.result.stats.rps / f.result.stats.rps : 0,
+    cpuPerRequestRatio: f.result.cpuUsPerRequest ? a.result.cpuUsPerRequest / f.result.cpuUsPerRequest : 0,
+  };
+  log(
+    `${scenario.name} with RESULT_CACHE=on: app ${Math.round(a.result.stats.rps)} req/s, floor ` +
+      `${Math.round(f.result.stats.rps)} req/s (ratio ${result.throughputRatio.toFixed(2)}, CPU/request ` +
+      `${result.cpuPerRequestRatio.toFixed(2)}×)`,
+  );
+  const problems = [
+    ...a.warmupProblems.map((p) => `cached products ${p}`),
+    ...f.warmupProblems.map((p) => `floor products ${p}`),
+    ...problemsOf('app', a.result).map((p) => `cached products ${p}`),
+    ...problemsOf('floor', f.result).map((p) => `products ${p}`),
+  ];
+  return { result, problems };
+}
+
 function renderMix(r: CacheMixResult): string {
   const a = r.app;
   const s = a.stats;
@@ -338,6 +373,14 @@ function renderMix(r: CacheMixResult): string {
     `  ratio ${r.throughputRatio.toFixed(2)} req/s, ${r.cpuPerRequestRatio.toFixed(2)}× CPU/req; hit rate ` +
       `${(100 * a.hitRate).toFixed(1)} % (${a.hits} hits, ${a.misses} misses); stale reads ${s.staleReads} of ` +
       `${s.checkedReads} checked (max ${s.maxStaleMs.toFixed(1)} ms); load average ${r.loadAverage.map((l) => l.toFixed(1)).join(' ')}`,
+    ...(r.products
+      ? [
+          `Public GET {products} on the same RESULT_CACHE=on replica: app ${Math.round(r.products.app.stats.rps).toLocaleString('en-US')} req/s, ` +
+            `floor ${Math.round(r.products.floor.stats.rps).toLocaleString('en-US')} req/s, ratio ${r.products.throughputRatio.toFixed(2)}; ` +
+            `CPU ${Math.round(r.products.app.cpuUsPerRequest)} / ${Math.round(r.products.floor.cpuUsPerRequest)} µs/req ` +
+            `(${r.products.cpuPerRequestRatio.toFixed(2)}×); SQL/req ${r.products.app.sqlPerRequest.toFixed(2)}`,
+        ]
+      : []),
     ...(r.problems.length ? [`  FLAGGED: ${r.problems.join('; ')}`] : []),
   ].join('\n');
 }
@@ -444,6 +487,7 @@ async function main(): Promise<number> {
         staffToken,
         writerToken: customerToken,
         list: all.find((s) => s.name === 'recentOrders-100')!,
+        products: all.find((s) => s.name === 'products-get'),
       })
     : undefined;
 
