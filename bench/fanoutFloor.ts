@@ -9,25 +9,11 @@
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
+import { textFrame } from '../src/http/fanout.js';
 import { reportFailure, serveParent } from './ipc.js';
 
-/** One unmasked WebSocket text frame (RFC 6455 §5.2). */
-function textFrame(payload: Buffer): Buffer {
-  const length = payload.length;
-  const header = length < 126 ? 2 : length < 65536 ? 4 : 10;
-  const frame = Buffer.allocUnsafe(header + length);
-  frame[0] = 0x81;
-  if (header === 2) frame[1] = length;
-  else if (header === 4) {
-    frame[1] = 126;
-    frame.writeUInt16BE(length, 2);
-  } else {
-    frame[1] = 127;
-    frame.writeBigUInt64BE(BigInt(length), 2);
-  }
-  payload.copy(frame, header);
-  return frame;
-}
+/** One unmasked WebSocket text frame (RFC 6455 §5.2), built as the app builds its frames. */
+const frameOf = (payload: Buffer) => textFrame(payload, payload.length, Buffer.alloc(0));
 
 try {
   const sockets = new Set<Socket>();
@@ -62,7 +48,7 @@ try {
        * them in one write; answers how many sockets.
        */
       broadcast: (messages) => {
-        const bytes = Buffer.concat((messages as string[]).map((m) => textFrame(Buffer.from(m))));
+        const bytes = Buffer.concat((messages as string[]).map((m) => frameOf(Buffer.from(m))));
         for (const socket of sockets) socket.write(bytes);
         return Promise.resolve(sockets.size);
       },

@@ -82,14 +82,8 @@ function verifier(expected: string, normalize: (body: string) => string) {
  * milliseconds, too coarse for a floor that answers in one or two.
  */
 export function runLoad(spec: LoadSpec, opts: LoadOptions): Promise<LoadStats> {
-  const latencies = createHistogram({ lowest: 1, highest: 60_000_000, figures: 3 });
-  let responses = 0;
-  const started = performance.now();
-  let lastResponse = started;
-
-  // A server that slows down mid-run must not stretch a run by amount without bound.
-  let cutShort = false;
-  let limit: NodeJS.Timeout | undefined;
+  const run = recordRun(opts.seconds);
+  const { latencies } = run;
 
   return new Promise((resolve, reject) => {
     const instance = autocannon(
@@ -111,9 +105,9 @@ export function runLoad(spec: LoadSpec, opts: LoadOptions): Promise<LoadStats> {
         sampleInt: 100,
       },
       (error, result) => {
-        clearTimeout(limit);
+        run.finish();
         if (error) return reject(error);
-        const seconds = (lastResponse - started) / 1000;
+        const { responses, seconds, cutShort } = run;
         const ms = (percentile: number) => latencies.percentile(percentile) / 1000;
         resolve({
           responses,
@@ -135,17 +129,46 @@ export function runLoad(spec: LoadSpec, opts: LoadOptions): Promise<LoadStats> {
         });
       },
     );
-    limit = setTimeout(
-      () => {
-        cutShort = true;
-        instance.stop();
-      },
-      (3 * opts.seconds + 10) * 1000,
-    );
-    instance.on('response', (_client, _status, _bytes, responseTime) => {
-      responses++;
-      lastResponse = performance.now();
-      latencies.record(Math.max(1, Math.round(responseTime * 1000)));
-    });
+    run.watch(instance);
   });
+}
+
+/**
+ * What every closed-loop run records of itself: its responses, their latencies in microseconds (from autocannon's
+ * per-response hrtime; its own histogram keeps whole milliseconds, too coarse for a floor that answers in one or
+ * two), the time from the start to the last answer, and a time limit: a server that slows down mid-run must not
+ * stretch a run by `amount` without bound.
+ */
+export function recordRun(seconds: number) {
+  const latencies = createHistogram({ lowest: 1, highest: 60_000_000, figures: 3 });
+  const started = performance.now();
+  let lastResponse = started;
+  let limit: NodeJS.Timeout | undefined;
+  const run = {
+    latencies,
+    responses: 0,
+    cutShort: false,
+    /** From the start to the last answer. */
+    get seconds() {
+      return (lastResponse - started) / 1000;
+    },
+    watch(instance: autocannon.Instance) {
+      limit = setTimeout(
+        () => {
+          run.cutShort = true;
+          instance.stop();
+        },
+        (3 * seconds + 10) * 1000,
+      );
+      instance.on('response', (_client, _status, _bytes, responseTime) => {
+        run.responses++;
+        lastResponse = performance.now();
+        latencies.record(Math.max(1, Math.round(responseTime * 1000)));
+      });
+    },
+    finish() {
+      clearTimeout(limit);
+    },
+  };
+  return run;
 }

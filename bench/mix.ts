@@ -1,5 +1,5 @@
-import { createHistogram } from 'node:perf_hooks';
 import autocannon from 'autocannon';
+import { recordRun } from './load.js';
 
 /** Reads of the staff list of 100 and customer writes, 19 to 1: the issue's 95 % reads / 5 % writes. */
 export const MIX_READS_PER_WRITE = 19;
@@ -44,10 +44,8 @@ export function runMix(opts: {
   seconds: number;
   amount?: number;
 }): Promise<MixStats> {
-  const latencies = createHistogram({ lowest: 1, highest: 60_000_000, figures: 3 });
-  const started = performance.now();
-  let lastResponse = started;
-  let responses = 0;
+  const run = recordRun(opts.seconds);
+  const { latencies } = run;
   let reads = 0;
   let writes = 0;
   let failed = 0;
@@ -55,8 +53,6 @@ export function runMix(opts: {
   let staleReads = 0;
   let maxStaleMs = 0;
   let newest: { id: string; at: number } | null = null;
-  let cutShort = false;
-  let limit: NodeJS.Timeout | undefined;
 
   type Ctx = { expect?: { id: string; at: number } | null };
   const json = (token: string) => ({ 'content-type': 'application/json', authorization: `Bearer ${token}` });
@@ -112,9 +108,9 @@ export function runMix(opts: {
         sampleInt: 100,
       } as autocannon.Options,
       (error, result) => {
-        clearTimeout(limit);
+        run.finish();
         if (error) return reject(error);
-        const seconds = (lastResponse - started) / 1000;
+        const { responses, seconds, cutShort } = run;
         resolve({
           responses,
           reads,
@@ -133,17 +129,6 @@ export function runMix(opts: {
         });
       },
     );
-    limit = setTimeout(
-      () => {
-        cutShort = true;
-        instance.stop();
-      },
-      (3 * opts.seconds + 10) * 1000,
-    );
-    instance.on('response', (_client, _status, _bytes, responseTime) => {
-      responses++;
-      lastResponse = performance.now();
-      latencies.record(Math.max(1, Math.round(responseTime * 1000)));
-    });
+    run.watch(instance);
   });
 }
