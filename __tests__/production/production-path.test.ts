@@ -20,6 +20,15 @@ const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const STREAMING: Transport[] = ['post', 'ws', 'sse'];
 
+/** A keyed REST create of one keyboard, which must answer 201. */
+const placeOrder = (url: string, token: string) =>
+  request(url)
+    .post('/v1/orders')
+    .set('authorization', `Bearer ${token}`)
+    .set('idempotency-key', randomUUID())
+    .send({ items: [{ sku: 'KB-001', qty: 1 }] })
+    .expect(201);
+
 /**
  * The image's way to build, without a Docker daemon: compile with the dev toolchain, then run from a folder that has
  * only what the Dockerfile copies (package.json, package-lock.json, schema.graphql, dist/) and `npm ci --omit=dev`.
@@ -129,12 +138,7 @@ describe('the production build: prod dependencies only, NODE_ENV=production, an 
       .expect(200);
     assert.equal(query.body.errors, undefined);
     assert.equal(typeof query.body.data.viewer.subject, 'string');
-    const created = await request(prod.url)
-      .post('/v1/orders')
-      .set('authorization', `Bearer ${alice}`)
-      .set('idempotency-key', randomUUID())
-      .send({ items: [{ sku: 'KB-001', qty: 1 }] })
-      .expect(201);
+    const created = await placeOrder(prod.url, alice);
     assert.match(created.headers['location']!, /\/v1\/orders\/ord_/);
   });
 
@@ -152,12 +156,7 @@ describe('the production build: prod dependencies only, NODE_ENV=production, an 
     const again = await ask();
     assert.equal(hits(await scrape()), before + 1);
     assert.equal(again.body.errors, undefined);
-    const created = await request(prod.url)
-      .post('/v1/orders')
-      .set('authorization', `Bearer ${alice}`)
-      .set('idempotency-key', randomUUID())
-      .send({ items: [{ sku: 'KB-001', qty: 1 }] })
-      .expect(201);
+    const created = await placeOrder(prod.url, alice);
     const after = await ask();
     assert.deepEqual(after.body.data, { recentOrders: [{ id: created.body.id }] });
   });
@@ -179,12 +178,7 @@ describe('the production build: prod dependencies only, NODE_ENV=production, an 
       let sseId: string | undefined;
       const sseSeen = firstSse.then((r) => (sseId = r.value?.data?.orderCreated.id));
       for (let i = 0; i < 50 && (wsSub.received.length === 0 || sseId === undefined); i++) {
-        const res = await request(prod.url)
-          .post('/v1/orders')
-          .set('authorization', `Bearer ${alice}`)
-          .set('idempotency-key', randomUUID())
-          .send({ items: [{ sku: 'KB-001', qty: 1 }] })
-          .expect(201);
+        const res = await placeOrder(prod.url, alice);
         placed ??= res.body.id;
         await Promise.race([Promise.all([wsSub.next(1), sseSeen]), new Promise((r) => setTimeout(r, 200))]);
       }
