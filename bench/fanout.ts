@@ -192,6 +192,18 @@ function startClient(index: number, init: Extract<ToClient, { type: 'init' }>): 
 
 const clients: Client[] = [];
 
+/** Every subscriber process's report on these orders (and its CPU time so far). */
+const reportsOf = (orderIds: readonly string[]) =>
+  Promise.all(
+    clients.map(async (c) => {
+      c.send({ type: 'report', orderIds });
+      return c.next('report', 60_000);
+    }),
+  );
+
+/** CPU time used so far by all subscriber processes together, in µs. */
+const clientsCpuMicros = (reports: readonly ClientReport[]) => reports.reduce((n, r) => n + cpuMicros(r.cpu), 0);
+
 /** Asks every subscriber process to close its connections and exit; kills the ones that do not. */
 async function stopClients(): Promise<void> {
   await Promise.all(
@@ -360,14 +372,7 @@ async function measureFloor(
       id: string;
       payload: { data: { orderCreated: { id: string } }; extensions: { eventId: string } };
     };
-    const clientsBefore = (
-      await Promise.all(
-        clients.map(async (c) => {
-          c.send({ type: 'report', orderIds: [] });
-          return c.next('report', 60_000);
-        }),
-      )
-    ).reduce((n, r) => n + cpuMicros(r.cpu), 0);
+    const clientsBefore = clientsCpuMicros(await reportsOf([]));
     const cpuBefore = await floor.cpu();
     const last: number[] = [];
     let delivered = 0;
@@ -391,14 +396,7 @@ async function measureFloor(
       }
     }
     const cpuAfter = await floor.cpu();
-    const clientsAfter = (
-      await Promise.all(
-        clients.map(async (c) => {
-          c.send({ type: 'report', orderIds: [] });
-          return c.next('report', 60_000);
-        }),
-      )
-    ).reduce((n, r) => n + cpuMicros(r.cpu), 0);
+    const clientsAfter = clientsCpuMicros(await reportsOf([]));
     return {
       connections,
       events: options.events,
@@ -622,15 +620,6 @@ async function measure(
     if (at < sent || at > back) throw new Error(`subscriber process ${i}: clocks differ (${sent} ≤ ${at} ≤ ${back})`);
   }
 
-  /** Every subscriber process's report on these orders (and its CPU time so far). */
-  const reportsOf = (orderIds: readonly string[]) =>
-    Promise.all(
-      clients.map(async (c) => {
-        c.send({ type: 'report', orderIds });
-        return c.next('report', 60_000);
-      }),
-    );
-
   /**
    * Places orders until one reaches every live subscription: proof that all subscribe messages
    * have been registered (the protocol does not acknowledge them).
@@ -679,7 +668,7 @@ async function measure(
   const full = phases.at(-1)!;
 
   // The measured events, one at a time.
-  const clientsCpuBefore = (await reportsOf([])).reduce((n, r) => n + cpuMicros(r.cpu), 0);
+  const clientsCpuBefore = clientsCpuMicros(await reportsOf([]));
   const serverCpuBefore = await app.cpu();
   const machineBefore = await readMachineCpu();
   const windowStarted = now();
@@ -721,7 +710,7 @@ async function measure(
   const orderIds = timings.map((t) => t.orderId);
   const reports: ClientReport[] = await reportsOf(orderIds);
   // The report comes after the window; the subscribers were idle in between.
-  const clientsCpuMs = (reports.reduce((n, r) => n + cpuMicros(r.cpu), 0) - clientsCpuBefore) / 1000;
+  const clientsCpuMs = (clientsCpuMicros(reports) - clientsCpuBefore) / 1000;
   const latencies: number[] = [];
   let missing = 0;
   let leaked = 0;
