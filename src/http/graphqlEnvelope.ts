@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { jsonBodyParser } from './jsonBody.js';
+import { isRecord } from './pipeline.js';
 import type { AuthFailure } from './authenticate.js';
 import { isForeignOrigin } from './cookies.js';
 import type { ApiErrorCode } from './problems.js';
@@ -55,8 +56,6 @@ export function sendGraphqlError(
     .type(`${type}; charset=utf-8`)
     .send(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function parseJsonParam(value: unknown, name: string): { value?: unknown; error?: string } {
   if (value === undefined) return {};

@@ -64,7 +64,9 @@ export type Admission =
   | { readonly ok: true; readonly charge: Charge; readonly cost: CostReport }
   | { readonly ok: false; readonly error: GraphQLError; readonly charge?: Charge };
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A JSON object (a GraphQL "map"): not null, not an array. */
+export const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The hash a request names its document by, if any. */
 export function namedHash(params: OperationParams): string | undefined {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import {
   getNamedType,
@@ -16,7 +15,8 @@ import type { Context } from '../context.js';
 import type { OrderEvent } from '../domain/model.js';
 import { isStaff, type Principal } from '../domain/policy.js';
 import type { Metrics } from './metrics.js';
-import { namedHash, type Admission, type CostReport, type Pipeline } from './pipeline.js';
+import { sha256 } from './persistedDocuments.js';
+import { isRecord, namedHash, type Admission, type CostReport, type Pipeline } from './pipeline.js';
 import { rateLimitHeaders } from './rateBudget.js';
 
 /** Types whose values change with order events: a response that selects one may hold an order. */
@@ -90,8 +90,6 @@ interface Pending {
 const TICKET = Symbol('result cache ticket');
 const ADMISSION = Symbol('result cache admission');
 type Carried = { [TICKET]?: Ticket; [ADMISSION]?: Admission };
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * The GraphQL result cache (RESULT_CACHE=on): pre-serialized responses to queries, in memory per replica, keyed by
@@ -297,7 +295,7 @@ export function createResultCache(deps: {
     if (typeof operationName !== 'string') return undefined;
     let docHash: string | undefined;
     if (typeof params.query === 'string' && params.query !== '') {
-      docHash = createHash('sha256').update(params.query).digest('hex');
+      docHash = sha256(params.query);
     } else if (params.query === undefined || params.query === '') {
       docHash = namedHash(params);
     }
