@@ -313,8 +313,18 @@ describe('a body GraphQL cannot read is a GraphQL 400, not a 500', () => {
           .set('accept', path.endsWith('stream') ? 'text/event-stream' : 'application/json');
         const res = await sendRaw(req, Buffer.from('{"query":"{ products { sku } }"}'));
         assert.equal(res.status, 415, res.text);
-        const body = JSON.parse(res.text) as { errors: { extensions: { code: string } }[] };
-        assert.equal(body.errors[0]!.extensions.code, 'UNSUPPORTED_MEDIA_TYPE');
+        const body = JSON.parse(res.text) as { errors: { message: string; extensions: { code: string } }[] };
+        assert.deepEqual(
+          body.errors.map((e) => [e.message, e.extensions.code]),
+          [
+            [
+              path === '/graphql'
+                ? 'Request bodies must be UTF-8 encoded.'
+                : 'Send the body as UTF-8 JSON, without content encoding or as gzip, deflate or br.',
+              'UNSUPPORTED_MEDIA_TYPE',
+            ],
+          ],
+        );
       });
     }
   }

@@ -125,12 +125,6 @@ export function graphqlEnvelope(opts: { bodyLimit: string }) {
           },
         );
       }
-      const charset = /charset=([^;\s]+)/i.exec(contentType)?.[1]?.replace(/"/g, '').toLowerCase();
-      if (charset && charset !== 'utf-8') {
-        return sendGraphqlError(req, res, 'Request bodies must be UTF-8 encoded.', 'UNSUPPORTED_MEDIA_TYPE', {
-          status: 415,
-        });
-      }
       next();
     },
     (req: Request, res: Response, next: NextFunction) => (req.method === 'POST' ? parseJson(req, res, next) : next()),
@@ -142,6 +136,12 @@ export function graphqlEnvelope(opts: { bodyLimit: string }) {
       }
       if (error.type === 'entity.parse.failed') {
         return sendGraphqlError(req, res, 'The request body is not valid JSON.', 'BAD_REQUEST');
+      }
+      // jsonBodyParser refuses any declared charset but UTF-8, before reading the body.
+      if (error.type === 'charset.unsupported') {
+        return sendGraphqlError(req, res, 'Request bodies must be UTF-8 encoded.', 'UNSUPPORTED_MEDIA_TYPE', {
+          status: 415,
+        });
       }
       if (error.status && error.status >= 400 && error.status < 500) {
         return sendGraphqlError(req, res, 'The request body could not be read.', 'BAD_REQUEST');

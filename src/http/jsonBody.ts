@@ -28,7 +28,9 @@ export function jsonBodyParser(opts: {
     },
   });
   return (req: Request, res: Response, next: NextFunction) => {
-    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+    // As body-parser decides whether there is a body to read (type-is's hasBody): a declared length, even 0, counts.
+    const length = req.headers['content-length'];
+    const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && !isNaN(Number(length)));
     const charset = hasBody ? CHARSET.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase() : undefined;
     if (charset !== undefined && charset !== 'utf-8') {
       return next(refused('charset.unsupported', `unsupported charset "${charset}"`));
