@@ -1,7 +1,7 @@
 import type { Context } from '../context.js';
 import type { OrderEvent } from '../domain/model.js';
 import type { SubscriptionResolvers } from '../generated/graphql.js';
-import { clientError } from '../http/graphqlErrors.js';
+import { clientError } from '../http/problems/graphqlErrors.js';
 
 function streamOf(ctx: Context) {
   if (!ctx.stream) {

@@ -2,10 +2,10 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { TokenVerifier } from '../../auth/bearer.js';
 import { DomainError, RETRY_AFTER_SECONDS } from '../../domain/errors.js';
 import type { Services } from '../../domain/services.js';
-import { authenticate, bearerChallenge } from '../authenticate.js';
-import { CLIENT_ERROR_CODES, clientError } from '../clientErrors.js';
-import { sendProblem } from '../problems.js';
-import type { RateBudget } from '../rateBudget.js';
+import { authenticate, bearerChallenge } from '../middleware/authenticate.js';
+import { CLIENT_ERROR_CODES, clientError } from '../problems/unreadableRequests.js';
+import { sendProblem } from '../problems/catalogue.js';
+import type { RateBudget } from '../middleware/rateBudget.js';
 import { openapiDocument } from './openapi.js';
 import { ordersRouter } from './orders.js';
 import { chargeRestRequests } from './rateLimit.js';

@@ -2,18 +2,25 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { ExecutionResult } from 'graphql';
 import { createHandler } from 'graphql-sse';
 import type { Logger } from 'pino';
-import type { TokenVerifier } from '../auth/bearer.js';
-import { createContext, type Context } from '../context.js';
-import type { Services } from '../domain/services.js';
-import { authenticate, type AuthenticateOptions } from './authenticate.js';
-import { graphqlClientErrors } from './clientErrors.js';
-import { jsonBodyParser } from './jsonBody.js';
-import { refuseCookieCsrf } from './cookieCsrf.js';
-import { pendingWrites, SUBSCRIBER_BUFFER_BYTES, tailOf, type Fanout, type Member, type Ticket } from './fanout.js';
-import { graphqlAuthFailure, refuseForeignOrigins, sendGraphqlError } from './graphqlEnvelope.js';
-import type { Pipeline } from './pipeline.js';
+import type { TokenVerifier } from '../../auth/bearer.js';
+import { createContext, type Context } from '../../context.js';
+import type { Services } from '../../domain/services.js';
+import { authenticate, type AuthenticateOptions } from '../middleware/authenticate.js';
+import { graphqlClientErrors } from '../problems/unreadableRequests.js';
+import { jsonBodyParser } from '../middleware/jsonBody.js';
+import { refuseCookieCsrf } from '../middleware/cookieCsrf.js';
+import {
+  pendingWrites,
+  SUBSCRIBER_BUFFER_BYTES,
+  tailOf,
+  type Fanout,
+  type Member,
+  type Ticket,
+} from './sharedExecution.js';
+import { graphqlAuthFailure, refuseForeignOrigins, sendGraphqlError } from '../graphql/envelope.js';
+import type { Pipeline } from '../pipeline/pipeline.js';
 import { boundReservations } from './sseReservations.js';
-import { holdSseStream, type StreamRegistry } from './streams.js';
+import { holdSseStream, type StreamRegistry } from './streamRegistry.js';
 
 const EVENT_ID = /^\d{1,19}$/;
 /** Event ids are PostgreSQL bigints; anything past the largest one is as malformed as letters. */

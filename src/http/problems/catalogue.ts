@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
-import type { ErrorCode, InvalidField } from '../domain/errors.js';
-import { escapeHtml } from './html.js';
+import type { ErrorCode, InvalidField } from '../../domain/errors.js';
+import { escapeHtml } from '../../html.js';
 
 export interface ProblemType {
   readonly status: number;

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { IResolvers } from '@graphql-tools/utils';
 import { GraphQLScalarType, type GraphQLSchema } from 'graphql';
-import { resolvers } from '../resolvers/index.js';
+import { resolvers } from './index.js';
 
 function loadTypeDefs(): string {
   // Works from src/ under tsx and from dist/src/ after compiling.

@@ -7,8 +7,8 @@ import {
   type FormattedExecutionResult,
   type GraphQLFormattedError,
 } from 'graphql';
-import { DomainError } from '../domain/errors.js';
-import { isApiErrorCode, type ApiErrorCode } from './problems.js';
+import { DomainError } from '../../domain/errors.js';
+import { isApiErrorCode, type ApiErrorCode } from './catalogue.js';
 
 /** Codes (of the catalogue in problems.ts) that describe the client's request and may be shown as they are. */
 const CLIENT_CODES: ReadonlySet<string> = new Set<ApiErrorCode>([

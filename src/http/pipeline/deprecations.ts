@@ -8,7 +8,7 @@ import {
   type GraphQLSchema,
 } from 'graphql';
 import { Counter, type Registry } from 'prom-client';
-import type { Principal } from '../domain/policy.js';
+import type { Principal } from '../../domain/policy.js';
 
 /** Distinct client labels kept before the rest count as `other`: the label set stays bounded. */
 const MAX_CLIENTS = 50;

@@ -1,18 +1,18 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { IssuerUnavailable, LoginRejected, type BrowserLogin } from '../auth/browserLogin.js';
-import { errorPage } from '../auth/idp/pages.js';
+import { IssuerUnavailable, LoginRejected, type BrowserLogin } from '../../auth/browserLogin.js';
+import { errorPage } from '../../auth/idp/pages.js';
 import {
   ABSOLUTE_TIMEOUT_SECONDS,
   LOGIN_ATTEMPT_SECONDS,
   csrfTokenFor,
   isCsrfTokenFor,
   type SessionStore,
-} from '../auth/sessions.js';
-import type { Config } from '../config.js';
-import { bearerChallenge } from './authenticate.js';
-import { clientError } from './clientErrors.js';
-import { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from './cookies.js';
-import { sendProblem } from './problems.js';
+} from '../../auth/sessions.js';
+import type { Config } from '../../config.js';
+import { bearerChallenge } from '../middleware/authenticate.js';
+import { clientError } from '../problems/unreadableRequests.js';
+import { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from '../middleware/cookies.js';
+import { sendProblem } from '../problems/catalogue.js';
 
 const SIGN_IN_AGAIN = { href: '/auth/login', text: 'Sign in again' };
 const HOME = { href: '/', text: 'Go to the home page' };

@@ -13,11 +13,11 @@ import {
   type FormattedExecutionResult,
 } from 'graphql';
 import type { Logger } from 'pino';
-import { copyContext, type Context } from '../context.js';
-import type { OrderEvent } from '../domain/model.js';
-import { SUBSCRIBER_BUFFER, type OrderFeed } from '../domain/subscriptions.js';
-import type { Metrics } from './metrics.js';
-import type { CostReport, Pipeline } from './pipeline.js';
+import { copyContext, type Context } from '../../context.js';
+import type { OrderEvent } from '../../domain/model.js';
+import { SUBSCRIBER_BUFFER, type OrderFeed } from '../../domain/subscriptions.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { CostReport, Pipeline } from '../pipeline/pipeline.js';
 
 /** Bytes a subscriber's socket may hold in this process, not yet taken by the network, before it is cut off. */
 export const SUBSCRIBER_BUFFER_BYTES = 1024 * 1024;

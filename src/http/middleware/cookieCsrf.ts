@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { sendGraphqlError } from './graphqlEnvelope.js';
+import { sendGraphqlError } from '../graphql/envelope.js';
 
 const SIMPLE_METHODS = new Set(['GET', 'HEAD', 'POST']);
 const SIMPLE_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);

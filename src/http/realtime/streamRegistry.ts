@@ -2,10 +2,10 @@ import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { sessionKey } from '../auth/sessions.js';
-import type { StreamLimits } from '../config.js';
-import type { Principal } from '../domain/policy.js';
-import { readCookie } from './cookies.js';
+import { sessionKey } from '../../auth/sessions.js';
+import type { StreamLimits } from '../../config.js';
+import type { Principal } from '../../domain/policy.js';
+import { readCookie } from '../middleware/cookies.js';
 
 /** Revocations reach other replicas over Redis at once; this poll is the truth, with or without Redis. */
 const SESSION_CHECK_MS = 2_000;

@@ -16,15 +16,15 @@ import {
   type ValidationRule,
 } from 'graphql';
 import type { Redis } from 'ioredis';
-import type { Config } from '../config.js';
-import type { Context } from '../context.js';
+import type { Config } from '../../config.js';
+import type { Context } from '../../context.js';
 import { rememberedOperationCost } from './cost.js';
-import { clientError, formatError, formatResult, type ErrorPolicy } from './graphqlErrors.js';
+import { clientError, formatError, formatResult, type ErrorPolicy } from '../problems/graphqlErrors.js';
 import { limitErrors, staticLimits } from './limits.js';
 import { createDeprecationMetric } from './deprecations.js';
-import type { Metrics, Tally } from './metrics.js';
+import type { Metrics, Tally } from '../observability/metrics.js';
 import { boundedApqStore, loadManifest, sha256 } from './persistedDocuments.js';
-import { clientKey, type Charge, type RateBudget } from './rateBudget.js';
+import { clientKey, type Charge, type RateBudget } from '../middleware/rateBudget.js';
 
 /** Apollo prefixes its persisted-query keys so; the streaming transports read the same entries. */
 const APQ_PREFIX = 'apq:';

@@ -11,13 +11,13 @@ import {
 } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import { Counter, Gauge } from 'prom-client';
-import type { Context } from '../context.js';
-import type { OrderEvent } from '../domain/model.js';
-import { isStaff, type Principal } from '../domain/policy.js';
-import type { Metrics } from './metrics.js';
-import { sha256 } from './persistedDocuments.js';
-import { isRecord, namedHash, type Admission, type CostReport, type Pipeline } from './pipeline.js';
-import { rateLimitHeaders } from './rateBudget.js';
+import type { Context } from '../../context.js';
+import type { OrderEvent } from '../../domain/model.js';
+import { isStaff, type Principal } from '../../domain/policy.js';
+import type { Metrics } from '../observability/metrics.js';
+import { sha256 } from '../pipeline/persistedDocuments.js';
+import { isRecord, namedHash, type Admission, type CostReport, type Pipeline } from '../pipeline/pipeline.js';
+import { rateLimitHeaders } from '../middleware/rateBudget.js';
 
 /** Types whose values change with order events: a response that selects one may hold an order. */
 const ORDER_TYPES = new Set(['Order', 'OrderItem']);

@@ -1,8 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
-import { BoundTokenError, InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
-import { DPOP_ALGORITHMS, InvalidDpopProofError } from '../auth/dpop.js';
-import { DomainError, RETRY_AFTER_SECONDS } from '../domain/errors.js';
-import { ANONYMOUS, type Principal, type User } from '../domain/policy.js';
+import { BoundTokenError, InvalidTokenError, type TokenVerifier } from '../../auth/bearer.js';
+import { DPOP_ALGORITHMS, InvalidDpopProofError } from '../../auth/dpop.js';
+import { DomainError, RETRY_AFTER_SECONDS } from '../../domain/errors.js';
+import { ANONYMOUS, type Principal, type User } from '../../domain/policy.js';
 import { readCookie } from './cookies.js';
 
 declare module 'express-serve-static-core' {

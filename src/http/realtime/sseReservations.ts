@@ -1,7 +1,7 @@
 import type { Request as ExpressRequest } from 'express';
 import { TOKEN_HEADER_KEY, TOKEN_QUERY_KEY, type Handler } from 'graphql-sse';
-import { clientError } from './graphqlErrors.js';
-import type { Release, StreamRegistry } from './streams.js';
+import { clientError } from '../problems/graphqlErrors.js';
+import type { Release, StreamRegistry } from './streamRegistry.js';
 
 const TOO_MANY = JSON.stringify({
   errors: [

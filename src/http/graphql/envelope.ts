@@ -1,9 +1,9 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { jsonBodyParser } from './jsonBody.js';
-import { isRecord } from './pipeline.js';
-import type { AuthFailure } from './authenticate.js';
-import { isForeignOrigin } from './cookies.js';
-import type { ApiErrorCode } from './problems.js';
+import { jsonBodyParser } from '../middleware/jsonBody.js';
+import { isRecord } from '../pipeline/pipeline.js';
+import type { AuthFailure } from '../middleware/authenticate.js';
+import { isForeignOrigin } from '../middleware/cookies.js';
+import type { ApiErrorCode } from '../problems/catalogue.js';
 
 /**
  * The GraphQL-over-HTTP envelope: the checks that come before GraphQL itself. A request that is not

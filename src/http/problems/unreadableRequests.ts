@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { sendGraphqlError } from './graphqlEnvelope.js';
+import { sendGraphqlError } from '../graphql/envelope.js';
 
 /**
  * Failures of the request itself that Express and body-parser report as errors: a body that is not JSON, too large,

@@ -7,7 +7,7 @@ import {
   type SelectionSetNode,
   type ValidationRule,
 } from 'graphql';
-import { clientError } from './graphqlErrors.js';
+import { clientError } from '../problems/graphqlErrors.js';
 
 export interface StaticLimits {
   readonly maxDepth: number;

@@ -9,29 +9,29 @@ import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { GraphQLError, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
-import type { TokenVerifier } from '../auth/bearer.js';
-import type { Config } from '../config.js';
-import { createContext, type Context } from '../context.js';
-import { RETRY_AFTER_SECONDS } from '../domain/errors.js';
-import type { Services } from '../domain/services.js';
-import { apolloMiddleware } from './apolloExpress.js';
-import { authenticate, type AuthenticateOptions } from './authenticate.js';
-import { refuseCookieCsrf } from './cookieCsrf.js';
+import type { TokenVerifier } from '../../auth/bearer.js';
+import type { Config } from '../../config.js';
+import { createContext, type Context } from '../../context.js';
+import { RETRY_AFTER_SECONDS } from '../../domain/errors.js';
+import type { Services } from '../../domain/services.js';
+import { apolloMiddleware } from './apolloMount.js';
+import { authenticate, type AuthenticateOptions } from '../middleware/authenticate.js';
+import { refuseCookieCsrf } from '../middleware/cookieCsrf.js';
 import {
   graphqlAuthFailure,
   graphqlEnvelope,
   mediaTypeFor,
   refuseForeignOrigins,
   sendGraphqlError,
-} from './graphqlEnvelope.js';
-import { cacheControlHeader, createPolicyCache, policyIfCacheable, type CachePolicy } from './cachePolicy.js';
+} from './envelope.js';
+import { cacheControlHeader, createPolicyCache, policyIfCacheable, type CachePolicy } from '../pipeline/cachePolicy.js';
 import { withGraphiqlLink } from './graphiql.js';
-import { codeOf, isUnexpected } from './graphqlErrors.js';
-import { createJitExecutor } from './jitExecutor.js';
-import type { Metrics } from './metrics.js';
-import { sha256 } from './persistedDocuments.js';
-import { namedHash, type Pipeline } from './pipeline.js';
-import { rateLimitHeaders } from './rateBudget.js';
+import { codeOf, isUnexpected } from '../problems/graphqlErrors.js';
+import { createJitExecutor } from '../pipeline/jitExecutor.js';
+import type { Metrics } from '../observability/metrics.js';
+import { sha256 } from '../pipeline/persistedDocuments.js';
+import { namedHash, type Pipeline } from '../pipeline/pipeline.js';
+import { rateLimitHeaders } from '../middleware/rateBudget.js';
 import type { ResultCache } from './resultCache.js';
 
 function protocolPlugin(

@@ -5,14 +5,14 @@ import { createSourceEventStream, subscribe, type ExecutionArgs, type ExecutionR
 import { CloseCode, handleProtocols, makeServer, type Context as WsContext } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { BoundTokenError, InvalidTokenError, type TokenVerifier } from '../auth/bearer.js';
-import { createContext, type Context } from '../context.js';
-import { ANONYMOUS, type Principal } from '../domain/policy.js';
-import { SUBSCRIBER_BUFFER } from '../domain/subscriptions.js';
-import type { Services } from '../domain/services.js';
-import type { AuthenticateOptions } from './authenticate.js';
-import { isForeignOrigin, readCookie } from './cookies.js';
-import { clientError } from './graphqlErrors.js';
+import { BoundTokenError, InvalidTokenError, type TokenVerifier } from '../../auth/bearer.js';
+import { createContext, type Context } from '../../context.js';
+import { ANONYMOUS, type Principal } from '../../domain/policy.js';
+import { SUBSCRIBER_BUFFER } from '../../domain/subscriptions.js';
+import type { Services } from '../../domain/services.js';
+import type { AuthenticateOptions } from '../middleware/authenticate.js';
+import { isForeignOrigin, readCookie } from '../middleware/cookies.js';
+import { clientError } from '../problems/graphqlErrors.js';
 import {
   SUBSCRIBER_BUFFER_BYTES,
   tailOf,
@@ -21,9 +21,9 @@ import {
   type Head,
   type Member,
   type Ticket,
-} from './fanout.js';
-import type { Pipeline } from './pipeline.js';
-import { clientIp, idleTimer, type Release, type StreamRegistry } from './streams.js';
+} from './sharedExecution.js';
+import type { Pipeline } from '../pipeline/pipeline.js';
+import { clientIp, idleTimer, type Release, type StreamRegistry } from './streamRegistry.js';
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 /** The connections are pinged in this many turns spread over the period, so no turn pings them all at once. */

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Principal } from '../domain/policy.js';
-import { redisRateWindows } from '../store/rateWindows.js';
-import { withTimeout } from '../store/redis.js';
+import type { Principal } from '../../domain/policy.js';
+import { redisRateWindows } from '../../store/rateWindows.js';
+import { withTimeout } from '../../store/redis.js';
 
 /** What a client has left in its current window, after a charge. */
 export interface Charge {
