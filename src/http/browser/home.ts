@@ -1,9 +1,9 @@
 import type { Request, RequestHandler } from 'express';
 import { layout, PAGE_POLICY } from '../../auth/idp/pages.js';
 import { csrfTokenFor, type Session } from '../../auth/sessions.js';
-import { isStaff } from '../../domain/policy.js';
-import { readCookie } from '../middleware/cookies.js';
 import { escapeHtml } from '../../html.js';
+import { isStaff } from '../../domain/policy.js';
+import { readCookie } from '../middleware/index.js';
 
 /** What API clients get at `/`: the entry points. */
 const ENTRY_POINTS = {

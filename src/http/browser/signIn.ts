@@ -9,10 +9,8 @@ import {
   type SessionStore,
 } from '../../auth/sessions.js';
 import type { Config } from '../../config.js';
-import { bearerChallenge } from '../middleware/authenticate.js';
-import { clientError } from '../problems/unreadableRequests.js';
-import { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from '../middleware/cookies.js';
-import { sendProblem } from '../problems/catalogue.js';
+import { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from '../middleware/index.js';
+import { bearerChallenge, sendProblem, unreadableRequest } from '../problems/index.js';
 
 const SIGN_IN_AGAIN = { href: '/auth/login', text: 'Sign in again' };
 const HOME = { href: '/', text: 'Go to the home page' };
@@ -219,7 +217,7 @@ export function createAuthRouter(deps: { config: Config; sessions: SessionStore;
 
   router.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     // A body the sign-out form could not have sent (too large, wrong charset) is the client's error, not ours.
-    if (res.headersSent || clientError(error, '1kb')) return next(error);
+    if (res.headersSent || unreadableRequest(error, '1kb')) return next(error);
     req.log.error({ err: error }, 'browser sign-in failed');
     page(res, 500, 'Something went wrong', `Sign-in failed unexpectedly; quote request id ${String(req.id)}.`);
   });

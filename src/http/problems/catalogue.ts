@@ -1,6 +1,4 @@
-import type { Request, Response } from 'express';
 import type { ErrorCode, InvalidField } from '../../domain/errors.js';
-import { escapeHtml } from '../../html.js';
 
 export interface ProblemType {
   readonly status: number;
@@ -11,9 +9,9 @@ export interface ProblemType {
 }
 
 /**
- * The one catalogue of error codes: every code either transport sends is registered here once, with its HTTP
+ * The one catalogue of error codes: every code any transport sends is registered here once, with its HTTP
  * status, title and `type` URI (`/problems/<slug>`, a page served by this API). REST sends it as a problem's
- * `code`, GraphQL as `extensions.code`. The domain's codes (domain/errors.ts) must all be here: the type below
+ * `code`, GraphQL as `extensions.code`. The domain's own codes (domain/errors.ts) must all be here: the type below
  * fails to compile otherwise.
  */
 export const PROBLEM_TYPES = {
@@ -257,32 +255,4 @@ export function problemBody(code: ApiErrorCode, detail: string, instance: string
     code,
     ...(invalid ? { errors: invalid } : {}),
   };
-}
-
-/** Writes an RFC 9457 problem details response. */
-export function sendProblem(
-  req: Request,
-  res: Response,
-  code: ApiErrorCode,
-  detail: string,
-  extra: { invalid?: readonly InvalidField[]; headers?: Record<string, string> } = {},
-): void {
-  for (const [name, value] of Object.entries(extra.headers ?? {})) res.setHeader(name, value);
-  res.setHeader('Cache-Control', 'no-store');
-  res
-    .status(PROBLEM_TYPES[code].status)
-    .type('application/problem+json')
-    .send(JSON.stringify(problemBody(code, detail, req.originalUrl, extra.invalid)));
-}
-
-/** The human page behind each problem type URI. */
-export function problemPage(slug: string): string | null {
-  const entry = Object.entries(PROBLEM_TYPES).find(([, t]) => t.slug === slug);
-  if (!entry) return null;
-  const [code, type] = entry;
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(type.title)} — Orders API</title></head>
-<body><main><h1>${escapeHtml(type.title)}</h1>
-<p>HTTP status <strong>${type.status}</strong>, code <code>${escapeHtml(code)}</code> (also GraphQL <code>extensions.code</code>).</p>
-<p>${escapeHtml(type.description)}</p></main></body></html>`;
 }

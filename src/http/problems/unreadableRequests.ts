@@ -1,17 +1,19 @@
 import type { NextFunction, Request, Response } from 'express';
-import { sendGraphqlError } from '../graphql/envelope.js';
+import { sendGraphqlError } from './graphqlResponse.js';
+import { sendProblem } from './problemDetails.js';
 
 /**
  * Failures of the request itself that Express and body-parser report as errors: a body that is not JSON, too large,
  * in another charset, or not valid for its Content-Encoding (a corrupt gzip, deflate or br stream), and a path that
  * is not percent-encoded UTF-8. They are the client's to fix, so they must never surface as a 500.
  */
-export interface ClientError {
+export interface UnreadableRequest {
   readonly status: 400 | 413 | 415;
   readonly detail: string;
 }
 
-export function clientError(error: unknown, bodyLimit: string): ClientError | null {
+/** What an error thrown while reading a request means for the client, or null when it is not such a failure. */
+export function unreadableRequest(error: unknown, bodyLimit: string): UnreadableRequest | null {
   if (typeof error !== 'object' || error === null) return null;
   const { type, status } = error as { type?: unknown; status?: unknown };
   switch (type) {
@@ -38,24 +40,32 @@ export function clientError(error: unknown, bodyLimit: string): ClientError | nu
 }
 
 /** The problem type for each status, shared by REST and the app's last-resort handler. */
-export const CLIENT_ERROR_CODES = {
+export const UNREADABLE_PROBLEM_CODES = {
   400: 'MALFORMED_REQUEST',
   413: 'PAYLOAD_TOO_LARGE',
   415: 'UNSUPPORTED_MEDIA_TYPE',
 } as const;
 
 /** GraphQL transports name the same failures with these `extensions.code` values. */
-export const GRAPHQL_CLIENT_ERROR_CODES = {
+export const UNREADABLE_GRAPHQL_CODES = {
   400: 'BAD_REQUEST',
   413: 'PAYLOAD_TOO_LARGE',
   415: 'UNSUPPORTED_MEDIA_TYPE',
 } as const;
 
+/** Answers an unreadable request as problem details; returns false, answering nothing, for any other error. */
+export function sendUnreadableProblem(req: Request, res: Response, error: unknown, bodyLimit: string): boolean {
+  const refused = unreadableRequest(error, bodyLimit);
+  if (!refused) return false;
+  sendProblem(req, res, UNREADABLE_PROBLEM_CODES[refused.status], refused.detail);
+  return true;
+}
+
 /** For a GraphQL transport that parses its own body (graphql-sse): the same failures as GraphQL errors. */
-export function graphqlClientErrors(bodyLimit: string) {
+export function refuseUnreadableGraphql(bodyLimit: string) {
   return (error: unknown, req: Request, res: Response, next: NextFunction) => {
-    const refused = clientError(error, bodyLimit);
+    const refused = unreadableRequest(error, bodyLimit);
     if (!refused) return next(error);
-    sendGraphqlError(req, res, refused.detail, GRAPHQL_CLIENT_ERROR_CODES[refused.status], { status: refused.status });
+    sendGraphqlError(req, res, refused.detail, UNREADABLE_GRAPHQL_CODES[refused.status], { status: refused.status });
   };
 }
