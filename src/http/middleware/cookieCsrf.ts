@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { sendGraphqlError } from '../graphql/envelope.js';
+import { sendGraphqlError } from '../problems/index.js';
+import { isForeignOrigin } from './cookies.js';
 
 const SIMPLE_METHODS = new Set(['GET', 'HEAD', 'POST']);
 const SIMPLE_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);
@@ -36,6 +37,24 @@ export function refuseCookieCsrf(sessionCookie: string, exempt: (req: Request) =
         'application/json, or an Apollo-Require-Preflight or X-Apollo-Operation-Name header.',
       'BAD_REQUEST',
       { status: 400 },
+    );
+  };
+}
+
+/**
+ * The second half of cookie CSRF protection: a cookie-bearing request from a page of another origin is refused even
+ * when it could pass the preflight rule (a CORS misconfiguration, a same-site sibling). Browsers send Origin with
+ * every cross-origin request that could carry an operation.
+ */
+export function refuseForeignOrigins(trusted: ReadonlySet<string>) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (!req.headers.cookie || !isForeignOrigin(req.headers.origin, trusted)) return next();
+    sendGraphqlError(
+      req,
+      res,
+      `Requests that carry a cookie are accepted only from ${[...trusted].join(', ')}.`,
+      'FORBIDDEN',
+      { status: 403 },
     );
   };
 }

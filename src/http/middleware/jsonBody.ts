@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 
-/** A JSON body the client must fix, in the shape body-parser's own errors have (see clientErrors.ts). */
+/** A JSON body the client must fix, in the shape body-parser's own errors have (see problems/unreadableRequests.ts). */
 function refused(type: 'entity.parse.failed' | 'charset.unsupported', message: string) {
   return Object.assign(new Error(message), { type, status: type === 'charset.unsupported' ? 415 : 400 });
 }
