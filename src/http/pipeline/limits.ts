@@ -7,7 +7,7 @@ import {
   type SelectionSetNode,
   type ValidationRule,
 } from 'graphql';
-import { clientError } from '../problems/graphqlErrors.js';
+import { clientError } from '../problems/index.js';
 
 export interface StaticLimits {
   readonly maxDepth: number;

@@ -18,13 +18,14 @@ import {
 import type { Redis } from 'ioredis';
 import type { Config } from '../../config.js';
 import type { Context } from '../../context.js';
+import { clientKey, type Charge, type RateBudget } from '../middleware/index.js';
+import type { Metrics, Tally } from '../observability/index.js';
+import { clientError, formatError, formatResult, type ErrorPolicy } from '../problems/index.js';
 import { rememberedOperationCost } from './cost.js';
-import { clientError, formatError, formatResult, type ErrorPolicy } from '../problems/graphqlErrors.js';
-import { limitErrors, staticLimits } from './limits.js';
 import { createDeprecationMetric } from './deprecations.js';
-import type { Metrics, Tally } from '../observability/metrics.js';
+import { limitErrors, staticLimits } from './limits.js';
 import { boundedApqStore, loadManifest, sha256 } from './persistedDocuments.js';
-import { clientKey, type Charge, type RateBudget } from '../middleware/rateBudget.js';
+import { isRecord, namedHash, type OperationParams } from './requestParams.js';
 
 /** Apollo prefixes its persisted-query keys so; the streaming transports read the same entries. */
 const APQ_PREFIX = 'apq:';
@@ -32,16 +33,6 @@ const APQ_PREFIX = 'apq:';
 /** The client address a context was identified with (see identify). */
 const CLIENT_ADDRESS = Symbol('clientAddress');
 const clientAddress = (context: Context) => (context as Context & { [CLIENT_ADDRESS]?: string })[CLIENT_ADDRESS];
-
-/** What a client sends, on any transport. */
-export interface OperationParams {
-  readonly query?: unknown;
-  readonly operationName?: unknown;
-  readonly variables?: unknown;
-  readonly extensions?: unknown;
-  /** graphql-codegen's trusted-document id: the document's sha256, bare or as `sha256:<hex>`. */
-  readonly documentId?: unknown;
-}
 
 /**
  * Sent as `extensions.cost`: the operation's complexity (objects it may return), the points it spent
@@ -63,18 +54,6 @@ export const pointsFor = (complexity: number) => Math.max(1, Math.ceil(complexit
 export type Admission =
   | { readonly ok: true; readonly charge: Charge; readonly cost: CostReport }
   | { readonly ok: false; readonly error: GraphQLError; readonly charge?: Charge };
-
-/** A JSON object (a GraphQL "map"): not null, not an array. */
-export const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** The hash a request names its document by, if any. */
-export function namedHash(params: OperationParams): string | undefined {
-  const persisted = isRecord(params.extensions) ? params.extensions.persistedQuery : undefined;
-  if (isRecord(persisted) && typeof persisted.sha256Hash === 'string') return persisted.sha256Hash;
-  if (typeof params.documentId === 'string') return params.documentId.replace(/^sha256:/, '');
-  return undefined;
-}
 
 /**
  * The one GraphQL pipeline: HTTP (Apollo), graphql-ws and graphql-sse all take their parse options,
@@ -143,14 +122,17 @@ export function createPipeline(deps: {
     delete: async (key) => (manifest ? false : apq.delete(key)),
   };
 
-  /** Checks a request's document reference; a full text is returned as it is for the transport to run. */
-  function checkSource(params: OperationParams): GraphQLError | undefined {
+  /**
+   * Checks a request's document reference; a full text is returned as it is for the transport to run. `actual` is
+   * the text's sha256, when the caller has it already.
+   */
+  function checkSource(params: OperationParams, actual?: string): GraphQLError | undefined {
     const persisted = isRecord(params.extensions) ? params.extensions.persistedQuery : undefined;
     if (isRecord(persisted) && persisted.version !== 1)
       return clientError('Only version 1 of persisted queries is supported.', 'BAD_REQUEST');
     const hash = namedHash(params);
     if (typeof params.query !== 'string' || params.query === '') return undefined;
-    const actual = sha256(params.query);
+    actual ??= sha256(params.query);
     if (hash !== undefined && hash !== actual)
       return clientError('The sha256Hash does not match the query text.', 'PERSISTED_QUERY_HASH_MISMATCH');
     if (trustedOnly && !manifest!.has(actual))
