@@ -15,9 +15,10 @@ import {
 import type { Logger } from 'pino';
 import { copyContext, type Context } from '../../context.js';
 import type { OrderEvent } from '../../domain/model.js';
-import { SUBSCRIBER_BUFFER, type OrderFeed } from '../../domain/subscriptions.js';
-import type { Metrics } from '../observability/metrics.js';
-import type { CostReport, Pipeline } from '../pipeline/pipeline.js';
+import type { OrderFeed } from '../../domain/subscriptions.js';
+import type { Metrics } from '../observability/index.js';
+import type { CostReport, Pipeline } from '../pipeline/index.js';
+import { SUBSCRIBER_BUFFER } from './boundedStream.js';
 
 /** Bytes a subscriber's socket may hold in this process, not yet taken by the network, before it is cut off. */
 export const SUBSCRIBER_BUFFER_BYTES = 1024 * 1024;
@@ -118,7 +119,7 @@ function selectsPerViewerField(args: ExecutionArgs): boolean {
  * serialized once, and the same string is written to every member with only its envelope around it. A fan-out
  * gives the event loop back every SLICE writes, and a member whose socket holds too much is cut off.
  */
-export function createFanout(deps: { pipeline: Pipeline; metrics: Metrics; logger: Logger }) {
+export function createSharedExecution(deps: { pipeline: Pipeline; metrics: Metrics; logger: Logger }) {
   const groups = new Map<string, Group>();
   /** Parsed documents by printed text, shared by the groups that run them. */
   const documents = new Map<string, { document: DocumentNode; groups: number }>();
@@ -245,30 +246,7 @@ export function createFanout(deps: { pipeline: Pipeline; metrics: Metrics; logge
   };
 }
 
-export type Fanout = ReturnType<typeof createFanout>;
-
-/**
- * One unmasked WebSocket text frame (RFC 6455 §5.2: a server never masks): `envelope` with `head` inserted at
- * `split` — the frame ws would build for the same message, built with one copy of each part.
- */
-export function textFrame(envelope: Buffer, split: number, head: Buffer): Buffer {
-  const length = envelope.length + head.length;
-  const header = length < 126 ? 2 : length < 65536 ? 4 : 10;
-  const frame = Buffer.allocUnsafe(header + length);
-  frame[0] = 0x81; // FIN, opcode 1 (text)
-  if (header === 2) frame[1] = length;
-  else if (header === 4) {
-    frame[1] = 126;
-    frame.writeUInt16BE(length, 2);
-  } else {
-    frame[1] = 127;
-    frame.writeBigUInt64BE(BigInt(length), 2);
-  }
-  envelope.copy(frame, header, 0, split);
-  head.copy(frame, header + split);
-  envelope.copy(frame, header + split + head.length, split);
-  return frame;
-}
+export type SharedExecution = ReturnType<typeof createSharedExecution>;
 
 /** Counts a socket's writes not yet handed to the network, for `Member.backedUp`. */
 export function pendingWrites() {

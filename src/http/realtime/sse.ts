@@ -1,26 +1,20 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { ExecutionResult } from 'graphql';
 import { createHandler } from 'graphql-sse';
-import type { Logger } from 'pino';
-import type { TokenVerifier } from '../../auth/bearer.js';
-import { createContext, type Context } from '../../context.js';
-import type { Services } from '../../domain/services.js';
-import { authenticate, type AuthenticateOptions } from '../middleware/authenticate.js';
-import { graphqlClientErrors } from '../problems/unreadableRequests.js';
-import { jsonBodyParser } from '../middleware/jsonBody.js';
-import { refuseCookieCsrf } from '../middleware/cookieCsrf.js';
+import type { Authentication, SessionLookup } from '../../auth/credentials.js';
+import type { Context } from '../../context.js';
 import {
-  pendingWrites,
-  SUBSCRIBER_BUFFER_BYTES,
-  tailOf,
-  type Fanout,
-  type Member,
-  type Ticket,
-} from './sharedExecution.js';
-import { graphqlAuthFailure, refuseForeignOrigins, sendGraphqlError } from '../graphql/envelope.js';
-import type { Pipeline } from '../pipeline/pipeline.js';
+  authenticate,
+  graphqlAuthFailure,
+  jsonBodyParser,
+  refuseCookieCsrf,
+  refuseForeignOrigins,
+} from '../middleware/index.js';
+import { refuseUnreadableGraphql, sendGraphqlError } from '../problems/index.js';
+import { pendingWrites, SUBSCRIBER_BUFFER_BYTES, type Member } from './sharedExecution.js';
 import { boundReservations } from './sseReservations.js';
 import { holdSseStream, type StreamRegistry } from './streamRegistry.js';
+import type { SubscribePath, Subscriber } from './subscribe.js';
 
 const EVENT_ID = /^\d{1,19}$/;
 /** Event ids are PostgreSQL bigints; anything past the largest one is as malformed as letters. */
@@ -60,21 +54,35 @@ function withEventId(message: string): string {
   return typeof eventId === 'string' ? `id: ${eventId}\n${message}` : message;
 }
 
+/** What the SSE route reads of a request's GraphQL parameters itself, handed to graphql-sse's hooks. */
+interface Reference {
+  /** graphql-codegen's trusted-document id, which graphql-sse does not know. */
+  readonly documentId: unknown;
+}
+
 /**
- * graphql-sse insists on a query text; a request that names a persisted document by hash or documentId
- * gets an empty one, which pipeline.prepare replaces with the document.
+ * The request as graphql-sse is to see it: graphql-sse insists on a query text, so a request that names a persisted
+ * document by hash or documentId gets an empty one, which the pipeline replaces with the document. The query string
+ * is read once, from Express's parse; graphql-sse reads its own parameters from the URL.
  */
-function byReference(req: Request): { url: string; body: Record<string, unknown> | null } {
+function byReference(req: Request): { url: string; body: Record<string, unknown> | null; context: Reference } {
   const body = req.body as Record<string, unknown> | undefined;
   if (req.method !== 'GET') {
     const named = body && typeof body === 'object' && (body.documentId !== undefined || body.extensions !== undefined);
-    return { url: req.originalUrl, body: named && body.query === undefined ? { ...body, query: '' } : (body ?? null) };
+    return {
+      url: req.originalUrl,
+      body: named && body.query === undefined ? { ...body, query: '' } : (body ?? null),
+      context: { documentId: body?.documentId },
+    };
   }
-  const url = new URL(req.originalUrl, 'http://x');
-  const named = url.searchParams.has('documentId') || url.searchParams.has('extensions');
+  const q = req.query as Record<string, unknown>;
+  const named = q.documentId !== undefined || q.extensions !== undefined;
   // Anything else without a query (a single-connection stream's GET) is graphql-sse's to judge as it is.
-  if (named && !url.searchParams.has('query')) url.searchParams.set('query', '');
-  return { url: url.pathname + url.search, body: null };
+  const url =
+    named && q.query === undefined
+      ? `${req.originalUrl}${req.originalUrl.includes('?') ? '&' : '?'}query=`
+      : req.originalUrl;
+  return { url, body: null, context: { documentId: q.documentId } };
 }
 
 /**
@@ -84,30 +92,25 @@ function byReference(req: Request): { url: string; body: Record<string, unknown>
  * the events missed since (kept 24 hours) come first, then live ones.
  */
 export function createSseRouter(deps: {
-  pipeline: Pipeline;
-  /** Shared execution of subscriptions, with the WebSocket transport. */
-  fanout: Fanout;
-  services: Services;
-  verifier: TokenVerifier;
-  logger: Logger;
-  session: NonNullable<AuthenticateOptions['session']>;
+  /** The one subscribe path, shared with the WebSocket transport. */
+  subscriptions: SubscribePath;
+  /** The one authentication; browser sessions' cookie authenticates a stream too. */
+  auth: Authentication<SessionLookup>;
   trustedOrigins: ReadonlySet<string>;
   /** Open streams of this replica: per-IP and per-user bounds, and the sessions behind them. */
   streams: StreamRegistry;
 }) {
-  const { pipeline } = deps;
+  const { subscriptions, auth } = deps;
   /** How to cut off the stream a request holds, for a subscriber that is too slow or whose credential expired. */
   const enders = new WeakMap<Request, (reason: string) => void>();
   const open = new Set<(reason?: string) => void>();
-  /** Streams admitted to shared execution, by their context: the ticket and how to write to the response. */
-  const sharing = new WeakMap<Context, { ticket: Ticket; member: Member }>();
   /** What a shared stream was given before its response began, by request; written once it has. */
   const early = new WeakMap<Request, string[]>();
 
   /** Writes a shared result as an SSE `next` message: only the `id:` line and the cost are its own. */
   const memberOf = (raw: Request, context: Context): Member => {
     const res = raw.res!;
-    const after = `${tailOf(pipeline.costOf(context))}\n\n`;
+    const after = `${subscriptions.tailOf(context)}\n\n`;
     const writes = pendingWrites();
     return {
       write(head, eventId) {
@@ -125,62 +128,57 @@ export function createSseRouter(deps: {
     };
   };
 
+  /** The stream's request, as the subscribe path sees its subscriber. */
+  const subscriberOf = (raw: Request): Subscriber => {
+    const lastEventId = raw.get('last-event-id');
+    return {
+      principal: raw.res!.locals.principal,
+      requestId: String(raw.id),
+      log: () => raw.log,
+      ip: raw.ip,
+      end: (_why, message) => enders.get(raw)?.(message),
+      ...(lastEventId !== undefined && isEventId(lastEventId) ? { after: lastEventId } : {}),
+    };
+  };
+
   // graphql-sse wants a context indexable by any key; ours is a closed interface.
   type SseContext = Context & Record<PropertyKey, unknown>;
-  const contextFor = (raw: Request) => {
-    const principal = raw.res!.locals.principal;
-    const lastEventId = raw.get('last-event-id');
-    const context: Context = createContext(deps.services, principal, String(raw.id), () => raw.log, {
-      onEnd: (why, message) => {
-        if (why === 'overflow') deps.fanout.countTooSlow();
-        enders.get(raw)?.(message);
-      },
-      ...(principal.kind === 'user' && principal.expiresAt ? { expiresAt: principal.expiresAt } : {}),
-      ...(lastEventId !== undefined && isEventId(lastEventId) ? { after: lastEventId } : {}),
-      join: (feed) => {
-        const shared = sharing.get(context);
-        sharing.delete(context);
-        return shared && deps.fanout.join(shared.ticket, feed, shared.member, context);
-      },
-    });
-    return pipeline.identify(context, raw.ip) as SseContext;
-  };
-  const handler = createHandler<Request, undefined, SseContext>({
-    // pipeline.prepare has validated every document that reaches execution.
+  const handler = createHandler<Request, Reference, SseContext>({
+    // The pipeline has validated every document that reaches execution.
     validate: () => [],
-    context: (req) => contextFor(req.raw),
+    subscribe: subscriptions.subscribe,
+    context: (req) => subscriptions.contextFor(subscriberOf(req.raw)) as SseContext,
     // A refused operation is answered as a result with its errors, streamed like any other.
     onSubscribe: async (req, params) => {
       const raw = req.raw;
-      const documentId =
-        raw.method === 'GET' ? raw.query.documentId : (raw.body as { documentId?: unknown })?.documentId;
-      const context = contextFor(raw);
-      const prepared = await pipeline.prepare({ ...params, documentId }, context, { method: raw.method });
-      // graphql-sse recognises a result by its `data` key; a request error has none to send.
-      if (!prepared.ok) return { data: undefined, errors: prepared.errors };
       // Only a distinct-connections stream is this request's own response; single-connection streams carry
       // several operations, each wrapped in its own envelope by graphql-sse, and are served per subscriber.
       const distinct = req.headers.get('accept') === 'text/event-stream';
-      const ticket = distinct ? deps.fanout.admit(prepared.args) : undefined;
-      if (!ticket) return prepared.args as never;
-      sharing.set(context, { ticket, member: memberOf(raw, context) });
-      return ticket.args as never;
+      const prepared = await subscriptions.prepare(
+        { ...params, documentId: req.context.documentId },
+        subscriberOf(raw),
+        {
+          method: raw.method,
+          ...(distinct ? { member: (context: Context) => memberOf(raw, context) } : {}),
+        },
+      );
+      // graphql-sse recognises a result by its `data` key; a request error has none to send.
+      if (!prepared.ok) return { data: undefined, errors: prepared.errors };
+      return prepared.args as never;
     },
-    onNext: (ctx, req, result) => {
-      if (ctx.eventId) deps.fanout.countOwn();
-      return pipeline.formatResult(result as ExecutionResult, ctx, (err) =>
+    onNext: (ctx, req, result) =>
+      subscriptions.formatOwn(result as ExecutionResult, ctx, (err) =>
         req.raw.log.error({ err }, 'unexpected GraphQL error'),
-      ) as never;
-    },
+      ) as never,
   });
 
   const bounded = boundReservations(handler, deps.streams);
 
   const router = express.Router();
-  router.use(refuseCookieCsrf(deps.session.cookieName));
+  router.use(refuseCookieCsrf(auth.session.cookieName));
   router.use(refuseForeignOrigins(deps.trustedOrigins));
-  router.use(authenticate(deps.verifier, graphqlAuthFailure, { session: deps.session }));
-  router.use(jsonBodyParser({ limit: '64kb' }), graphqlClientErrors('64 kB'));
+  router.use(authenticate(auth, graphqlAuthFailure));
+  router.use(jsonBodyParser({ limit: '64kb' }), refuseUnreadableGraphql('64 kB'));
   router.use(refuseBadLastEventId);
   router.all('/', async (req: Request, res: Response) => {
     const [body, init] = await bounded({
@@ -188,7 +186,6 @@ export function createSseRouter(deps: {
       ...byReference(req),
       headers: { get: (key) => req.get(key) ?? null },
       raw: req,
-      context: undefined,
     });
     if (body === null || typeof body === 'string') {
       res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
@@ -205,7 +202,7 @@ export function createSseRouter(deps: {
       void body.return();
       res.end();
     };
-    const release = holdSseStream(deps.streams, req, res.locals.principal, deps.session.cookieName, end);
+    const release = holdSseStream(deps.streams, req, res.locals.principal, auth.session.cookieName, end);
     if (!release) {
       void body.return();
       const { limits } = deps.streams;

@@ -1,6 +1,6 @@
 import type { Request as ExpressRequest } from 'express';
 import { TOKEN_HEADER_KEY, TOKEN_QUERY_KEY, type Handler } from 'graphql-sse';
-import { clientError } from '../problems/graphqlErrors.js';
+import { clientError } from '../problems/index.js';
 import type { Release, StreamRegistry } from './streamRegistry.js';
 
 const TOO_MANY = JSON.stringify({

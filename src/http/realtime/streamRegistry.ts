@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { sessionKey } from '../../auth/sessions.js';
 import type { StreamLimits } from '../../config.js';
 import type { Principal } from '../../domain/policy.js';
-import { readCookie } from '../middleware/cookies.js';
+import { readCookie } from '../middleware/index.js';
 
 /** Revocations reach other replicas over Redis at once; this poll is the truth, with or without Redis. */
 const SESSION_CHECK_MS = 2_000;
