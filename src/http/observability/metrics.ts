@@ -1,6 +1,3 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { NextFunction, Request, Response } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type CounterConfiguration } from 'prom-client';
 
 /** One label set's count, kept as a plain number until the next scrape hands it to prom-client. */
@@ -192,81 +189,4 @@ export type Metrics = ReturnType<typeof createMetrics>;
 function registered<M extends { name: string }>(registry: Registry, metric: M): M {
   registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
   return metric;
-}
-
-/** Bounded label values: a route group, never the raw path with its ids. */
-function routeGroup(path: string): string {
-  const match = /^\/(graphql|v1\/orders|v1|idp|auth|healthz|readyz)(?=[/?]|$)/.exec(path);
-  return match ? `/${match[1]}` : 'other';
-}
-
-export function recordRequests(metrics: Metrics) {
-  // Label children are bound once per label value and kept, so a request costs counter increments only,
-  // not label objects and their lookups (the label values are bounded: route groups, methods, statuses).
-  const durations = new Map<string, { observe(value: number): void }>();
-  const durationOf = (route: string) => {
-    let child = durations.get(route);
-    if (!child) durations.set(route, (child = metrics.httpDuration.child(route)));
-    return child;
-  };
-  // Per route group, method and status: nested maps, so that finding the tally builds no key string.
-  const counts = new Map<string, Map<string, Map<number, Tally>>>();
-  const countOf = (route: string, method: string, status: number) => {
-    let byMethod = counts.get(route);
-    if (!byMethod) counts.set(route, (byMethod = new Map()));
-    let byStatus = byMethod.get(method);
-    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
-    let tally = byStatus.get(status);
-    if (!tally) byStatus.set(status, (tally = metrics.httpRequests.tally(route, method, String(status))));
-    return tally;
-  };
-  return (req: Request, res: Response, next: NextFunction) => {
-    // originalUrl, because routers rewrite req.path to be relative to where they are mounted.
-    const route = routeGroup(req.originalUrl);
-    const started = performance.now();
-    res.on('finish', () => {
-      durationOf(route).observe((performance.now() - started) / 1000);
-      countOf(route, req.method, res.statusCode).inc();
-    });
-    next();
-  };
-}
-
-/**
- * GET /metrics on a port of its own, never the public one: operators scrape it from inside the network and the
- * balancer does not forward to it. Anything else there is a 404.
- */
-export async function serveMetrics(metrics: Metrics, host: string, port: number) {
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '').split('?')[0];
-    if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' });
-      res.end('Only GET /metrics is served here.\n');
-      return;
-    }
-    metrics.registry.metrics().then(
-      (text) => {
-        res.writeHead(200, { 'Content-Type': metrics.registry.contentType, 'Cache-Control': 'no-store' });
-        res.end(req.method === 'HEAD' ? undefined : text);
-      },
-      () => {
-        res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
-        res.end('Collecting metrics failed.\n');
-      },
-    );
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  const shown = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
-  return {
-    url: `http://${shown}:${address.port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
 }
