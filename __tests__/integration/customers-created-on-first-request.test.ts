@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-describe('just-in-time customers', () => {
+describe("customers are created on their subject's first request", () => {
   let server: TestServer;
   let key: JWK;
   beforeAll(async () => {
