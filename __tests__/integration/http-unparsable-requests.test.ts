@@ -2,17 +2,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import type { Problem } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-
-interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  instance: string;
-  code: string;
-  errors?: { pointer: string; reason: string }[];
-}
 
 describe('a request Node cannot parse is answered as problem details, not a bare status line', () => {
   let server: TestServer;

@@ -3,17 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import request from 'supertest';
+import type { Problem } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-
-interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  instance: string;
-  code: string;
-  errors?: { pointer: string; reason: string }[];
-}
 
 const ORDER = JSON.stringify({ items: [{ sku: 'TB-017', qty: 1 }] });
 const cursorOf = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
