@@ -4,6 +4,31 @@ import tseslint from 'typescript-eslint';
 /** Relative imports that climb into one of these top-level folders (or files) of src/. */
 const into = (...names) => `^(\\.\\./)+(${names.join('|')})(/|\\.js$)`;
 
+/**
+ * The folders of src/http/, by layer (docs/architecture.md). Names are unique across src/ and src/http/, so a relative
+ * import that climbs into one is recognised by its name alone, from any depth.
+ */
+const TRANSPORTS = ['graphql', 'realtime', 'rest', 'browser', 'scim'];
+const HTTP_FOLDERS = [...TRANSPORTS, 'pipeline', 'middleware', 'problems', 'observability'];
+/** An import of another http/ folder's inside, past the index.ts that is its public face. */
+const PAST_INDEX = {
+  regex: `^(\\.\\./)+(${HTTP_FOLDERS.join('|')})/(?!index\\.js$)`,
+  message: "Import another http/ folder through its index.ts, the folder's public face.",
+};
+/** Nothing imports the composition root: it imports everything. */
+const COMPOSITION_ROOT = {
+  regex: into('app', 'server', 'main', 'cli'),
+  message: 'No import runs back up: app.ts, server.ts, main.ts and cli/ import the rest, never the other way.',
+};
+const intoHttp = (names, message) => ({ regex: `^(\\.\\./)+(${names.join('|')})(/|$)`, message });
+const packages = (names, message) => names.map((name) => ({ name, message }));
+
+/** no-restricted-imports for one layer: the database drivers always, plus its own packages and patterns. */
+const layer = ({ paths = [], patterns = [] }) => [
+  'error',
+  { paths: [...DATABASE_DRIVERS, ...paths], patterns: [COMPOSITION_ROOT, ...patterns] },
+];
+
 /** Driver packages: only store/ talks to a database. */
 const DATABASE_DRIVERS = ['pg', '@electric-sql/pglite'].map((name) => ({
   name,
@@ -32,7 +57,9 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
-  // The layers (README "Architecture"): what each part of src/ may import.
+  // The layers (docs/architecture.md): what each part of src/ may import. Import direction: transports → pipeline →
+  // middleware → {problems, observability}; all of them → domain → ports ← store. Later entries replace earlier
+  // ones for the files they match, so each layer lists all it forbids.
   {
     files: ['src/**/*.ts'],
     ignores: ['src/store/**'],
@@ -42,38 +69,90 @@ export default tseslint.config(
     },
   },
   {
+    files: ['src/**/*.ts'],
+    ignores: ['src/app.ts', 'src/server.ts', 'src/main.ts', 'src/cli/**'],
+    rules: { 'no-restricted-imports': layer({}) },
+  },
+  // A transport imports no other transport, and nothing of http/ imports the resolvers (the schema is handed in).
+  ...TRANSPORTS.map((transport) => ({
+    files: [`src/http/${transport}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': layer({
+        patterns: [
+          intoHttp(
+            TRANSPORTS.filter((other) => other !== transport),
+            `No transport imports another: what ${transport}/ shares with it belongs in pipeline/, middleware/ or problems/.`,
+          ),
+          { regex: into('resolvers'), message: 'http/ is handed the schema; it imports nothing from resolvers/.' },
+          PAST_INDEX,
+        ],
+      }),
+    },
+  })),
+  {
+    files: ['src/http/pipeline/**/*.ts'],
+    rules: {
+      'no-restricted-imports': layer({
+        paths: packages(
+          ['express', 'ws', 'graphql-ws', 'graphql-sse', 'cors', 'helmet'],
+          'The pipeline serves every transport: it imports neither Express nor WebSocket.',
+        ),
+        patterns: [
+          intoHttp(TRANSPORTS, 'The pipeline is under every transport: it imports none of them.'),
+          { regex: into('resolvers'), message: 'http/ is handed the schema; it imports nothing from resolvers/.' },
+          PAST_INDEX,
+        ],
+      }),
+    },
+  },
+  {
+    files: ['src/http/middleware/**/*.ts'],
+    rules: {
+      'no-restricted-imports': layer({
+        patterns: [
+          intoHttp(
+            [...TRANSPORTS, 'pipeline'],
+            'Middleware runs before the pipeline and the transports: it imports neither.',
+          ),
+          { regex: into('resolvers'), message: 'http/ is handed the schema; it imports nothing from resolvers/.' },
+          PAST_INDEX,
+        ],
+      }),
+    },
+  },
+  ...[
+    ['problems', 'observability'],
+    ['observability', 'problems'],
+  ].map(([self, other]) => ({
+    files: [`src/http/${self}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': layer({
+        patterns: [
+          intoHttp(
+            [...TRANSPORTS, 'pipeline', 'middleware', other],
+            `${self}/ is the bottom of http/: every other part imports it, and it imports none of them.`,
+          ),
+          { regex: into('resolvers'), message: 'http/ is handed the schema; it imports nothing from resolvers/.' },
+        ],
+      }),
+    },
+  })),
+  {
     files: ['src/domain/**/*.ts'],
     rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [
-            ...DATABASE_DRIVERS,
-            ...['express', 'graphql', 'ioredis', 'pino'].map((name) => ({
-              name,
-              message: 'The domain knows no transport or infrastructure: declare a port in domain/ports.ts.',
-            })),
-          ],
-          patterns: [
-            {
-              regex: into(
-                'store',
-                'http',
-                'auth',
-                'resolvers',
-                'generated',
-                'cli',
-                'app',
-                'server',
-                'config',
-                'context',
-              ),
-              message:
-                'The domain imports nothing from store, http, auth or resolvers: declare a port in domain/ports.ts.',
-            },
-          ],
-        },
-      ],
+      'no-restricted-imports': layer({
+        paths: packages(
+          ['express', 'graphql', 'ioredis', 'pino'],
+          'The domain knows no transport or infrastructure: declare a port in domain/ports.ts.',
+        ),
+        patterns: [
+          {
+            regex: into('store', 'http', 'auth', 'resolvers', 'generated', 'config', 'context', 'html', 'logger'),
+            message:
+              'The domain imports nothing from store, http, auth or resolvers: declare a port in domain/ports.ts.',
+          },
+        ],
+      }),
     },
   },
   {
@@ -88,13 +167,41 @@ export default tseslint.config(
   {
     files: ['src/resolvers/**/*.ts'],
     rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: DATABASE_DRIVERS,
-          patterns: [{ regex: into('store'), message: 'Resolvers call the domain, never the store.' }],
-        },
-      ],
+      'no-restricted-imports': layer({
+        patterns: [
+          { regex: into('store'), message: 'Resolvers call the domain, never the store.' },
+          {
+            regex: '^(\\.\\./)+http/(?!problems/index\\.js$)',
+            message: 'Resolvers import nothing from http/ but the problem catalogue (http/problems/index.js).',
+          },
+        ],
+      }),
+    },
+  },
+  {
+    files: ['src/context.ts'],
+    rules: {
+      'no-restricted-imports': layer({
+        patterns: [
+          {
+            regex: '^\\./(?!domain/)',
+            message: 'The context is built from the domain alone: every transport and resolver imports it.',
+          },
+        ],
+      }),
+    },
+  },
+  {
+    files: ['src/auth/**/*.ts'],
+    rules: {
+      'no-restricted-imports': layer({
+        patterns: [
+          {
+            regex: into('http', 'resolvers', 'context'),
+            message: 'auth/ verifies credentials for every transport: it imports none of them.',
+          },
+        ],
+      }),
     },
   },
   {
@@ -104,7 +211,11 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { regex: into('http', 'resolvers'), message: 'The store implements domain ports; it knows no transport.' },
+            COMPOSITION_ROOT,
+            {
+              regex: into('http', 'resolvers', 'auth', 'context'),
+              message: 'The store implements the ports domain/ports.ts declares; it imports no layer above it.',
+            },
           ],
         },
       ],

@@ -9,7 +9,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
-import { textFrame } from '../src/http/fanout.js';
+import { textFrame } from '../src/http/realtime/index.js';
 import { reportFailure, serveParent } from './ipc.js';
 
 /** One unmasked WebSocket text frame (RFC 6455 §5.2), built as the app builds its frames. */

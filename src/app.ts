@@ -1,36 +1,44 @@
-import cors from 'cors';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express from 'express';
 import { createLocalJWKSet } from 'jose';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
 import { browserLoginFor } from './auth/browserLogin.js';
+import { createAuthentication } from './auth/credentials.js';
 import { createDpopProofVerifier } from './auth/dpop.js';
 import type { EmbeddedIdpOptions } from './auth/embeddedIdp.js';
 import { createSessionStore, deleteExpiredSessions } from './auth/sessions.js';
 import type { Config } from './config.js';
-import { DomainError, RETRY_AFTER_SECONDS } from './domain/errors.js';
 import type { EventChannel } from './domain/ports.js';
-import { createServices, type Services } from './domain/services.js';
-import { createAuthRouter } from './http/authRoutes.js';
-import { CLIENT_ERROR_CODES, clientError } from './http/clientErrors.js';
-import { authCookies, trustedOrigins } from './http/cookies.js';
-import { createGraphiqlRouter, GRAPHIQL_PATH } from './http/graphiql.js';
-import { createGraphqlRouter } from './http/graphql.js';
-import { homeRoute } from './http/home.js';
-import { createMetrics, recordRequests, type Metrics } from './http/metrics.js';
-import { createFanout } from './http/fanout.js';
-import { requestLog } from './http/requestLog.js';
-import { createPipeline } from './http/pipeline.js';
-import { createRateBudget, type RateBudget } from './http/rateBudget.js';
-import { problemPage, sendProblem } from './http/problems.js';
+import { createServices } from './domain/services.js';
+import { createAuthRouter, favicon, homeRoute } from './http/browser/index.js';
+import {
+  createGraphiqlRouter,
+  createGraphqlRouter,
+  createResultCache,
+  GRAPHIQL_PATH,
+  type ResultCache,
+} from './http/graphql/index.js';
+import {
+  authCookies,
+  createRateBudget,
+  crossOrigin,
+  securityHeaders,
+  trustedOrigins,
+} from './http/middleware/index.js';
+import { countingRefusals, createMetrics, probes, recordRequests, requestLog } from './http/observability/index.js';
+import { createPipeline } from './http/pipeline/index.js';
+import { lastResort, problemPages, routeNotFound } from './http/problems/index.js';
+import {
+  createSharedExecution,
+  createSseRouter,
+  createStreamRegistry,
+  createSubscribePath,
+  createWebSocketServer,
+  endingStreamsOnRevoke,
+} from './http/realtime/index.js';
 import { createRestRouter } from './http/rest/index.js';
-import { createResultCache, type ResultCache } from './http/resultCache.js';
-import { securityHeaders } from './http/securityHeaders.js';
-import { buildSchema } from './http/schema.js';
-import { createSseRouter } from './http/sse.js';
-import { createStreamRegistry, endingStreamsOnRevoke } from './http/streams.js';
-import { createWebSocketServer } from './http/subscriptions.js';
+import { buildSchema } from './resolvers/schema.js';
 import type { Database } from './store/db.js';
 import { databaseReplayStore, deleteExpiredProofIds, redisReplayStore } from './store/dpopReplay.js';
 import { createEventBus } from './store/eventBus.js';
@@ -38,7 +46,6 @@ import { deleteOldEvents } from './store/events.js';
 import { deleteExpiredKeys } from './store/idempotency.js';
 import { createStorage } from './store/repositories.js';
 import { createSweeper } from './store/sweeper.js';
-import { redisReady } from './store/redis.js';
 
 export interface AppDeps {
   readonly config: Config;
@@ -47,7 +54,7 @@ export interface AppDeps {
   readonly redis?: Redis;
 }
 
-/** Builds the whole HTTP application without listening, so tests and main share it. */
+/** Builds the whole HTTP application without listening, so tests and main share it: wiring only. */
 export async function createApp({ config, db, logger, redis }: AppDeps) {
   const metrics = createMetrics();
   db.onStatement = () => metrics.sqlStatements.inc();
@@ -62,7 +69,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     },
     listen: (listener) => bus.listen(listener),
   };
-  const services = countingSubscriptions(createServices(createStorage(db), events), metrics);
+  const services = createServices(createStorage(db), events);
   const schema = buildSchema();
   const budget = countingRefusals(
     createRateBudget({ ...config.rateLimit, redis, namespace: db.identity, logger }),
@@ -126,40 +133,40 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       dpopProofIds: deleteExpiredProofIds,
     },
   });
-  const authRouter = createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier) });
-  // The session cookie authenticates GraphQL on every transport (REST stays Bearer-only). Streams it opens end
-  // with the session (logout, expiry, revocation) through the stream registry, so the principal carries no end.
-  const sessionAuth = {
-    cookieName: authCookies(config.publicUrl).session,
+  // The session cookie authenticates GraphQL on every transport; REST stays token-only. Streams it opens end with
+  // the session (logout, expiry, revocation) through the stream registry, so the principal carries no end.
+  const sessionCookie = authCookies(config.publicUrl).session;
+  const callers = createAuthentication(verifier, {
+    cookieName: sessionCookie,
     lookup: async (id: string) => (await sessions.touch(id))?.user ?? null,
-  };
+  });
   const trusted = trustedOrigins(config.publicUrl, config.corsOrigins);
   const graphql = await createGraphqlRouter({
     schema,
     config,
     services,
-    verifier,
+    auth: callers,
     metrics,
     logger,
     pipeline,
-    session: sessionAuth,
     trustedOrigins: trusted,
     ...(resultCache ? { resultCache } : {}),
   });
-
-  const fanout = createFanout({ pipeline, metrics, logger });
-  const sse = createSseRouter({
-    pipeline,
-    fanout,
-    services,
-    verifier,
+  const sharedExecution = createSharedExecution({ pipeline, metrics, logger });
+  const subscriptions = createSubscribePath({ services, pipeline, sharedExecution, metrics });
+  const sse = createSseRouter({ subscriptions, auth: callers, trustedOrigins: trusted, streams });
+  const websockets = createWebSocketServer({
+    subscriptions,
+    sharedExecution,
+    auth: callers,
     logger,
-    session: sessionAuth,
     trustedOrigins: trusted,
     streams,
+    trustProxy: config.trustProxy,
   });
 
   let draining = false;
+  const probe = probes({ db, redis, draining: () => draining });
   const app = express();
   app.disable('x-powered-by');
   app.use(securityHeaders());
@@ -168,84 +175,23 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   app.set('trust proxy', config.trustProxy);
   app.use(requestLog(logger, { sample: config.requestLogSample }));
   app.use(recordRequests(metrics));
-  if (config.corsOrigins.length) {
-    app.use(
-      cors({
-        origin: [...config.corsOrigins],
-        credentials: true,
-        exposedHeaders: [
-          'ETag',
-          'Location',
-          'Link',
-          'X-Request-Id',
-          'WWW-Authenticate',
-          'Idempotent-Replayed',
-          'RateLimit',
-          'RateLimit-Policy',
-          'Retry-After',
-        ],
-        maxAge: 600,
-      }),
-    );
-  }
+  if (config.corsOrigins.length) app.use(crossOrigin(config.corsOrigins));
 
   // Where a browser lands after signing in or out, and where a new user looks first.
-  app.get(
-    '/',
-    homeRoute({ sessionCookie: sessionAuth.cookieName, touch: sessions.touch, developmentTools: !config.isProduction }),
-  );
-  // Browsers ask for it on every page; an empty answer they may cache beats a 404 in every log.
-  app.get('/favicon.ico', (_req, res) => {
-    res.setHeader('Cache-Control', 'public, max-age=86400');
-    res.status(204).end();
-  });
-  app.get('/healthz', (_req, res) => {
-    res.setHeader('Cache-Control', 'no-store');
-    res.json({ status: 'ok' });
-  });
-  app.get('/readyz', async (req, res) => {
-    res.setHeader('Cache-Control', 'no-store');
-    if (draining) return res.status(503).json({ status: 'draining' });
-    // Redis down is a degraded mode, not unreadiness: state stays in process and the outbox is polled.
-    const cache = redis ? { redis: redisReady(redis) ? 'ready' : 'unavailable' } : {};
-    try {
-      await db.ping();
-      res.json({ status: 'ready', ...cache });
-    } catch (error) {
-      req.log.warn({ err: error }, 'readiness check failed');
-      res.status(503).json({ status: 'database unreachable', ...cache });
-    }
-  });
-
+  app.get('/', homeRoute({ sessionCookie, touch: sessions.touch, developmentTools: !config.isProduction }));
+  app.get('/favicon.ico', favicon);
+  app.get('/healthz', probe.healthz);
+  app.get('/readyz', probe.readyz);
   if (idp) app.use('/idp', idp.router);
-  app.use('/auth', authRouter);
+  app.use('/auth', createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier) }));
   app.use('/graphql/stream', sse.router);
   app.use('/graphql', graphql.router);
   // Development only, like Sandbox: production answers 404 there.
   if (!config.isProduction) app.use(GRAPHIQL_PATH, createGraphiqlRouter());
-  app.use('/v1', createRestRouter({ services, verifier, budget }));
-  app.get('/problems/:slug', (req, res, next) => {
-    const page = problemPage(req.params.slug);
-    if (!page) return next();
-    res.set('Cache-Control', 'public, max-age=86400').type('html').send(page);
-  });
-
-  app.use((req: Request, res: Response) =>
-    sendProblem(req, res, 'ROUTE_NOT_FOUND', `Nothing is served at ${req.path}.`),
-  );
-  app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
-    if (res.headersSent) return next(error);
-    // Routes outside /v1 and /graphql (sign-in, readiness) meet a database outage here.
-    if (error instanceof DomainError && error.code === 'SERVICE_UNAVAILABLE') {
-      return sendProblem(req, res, 'SERVICE_UNAVAILABLE', error.message, {
-        headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
-      });
-    }
-    const refused = clientError(error, 'the limit');
-    if (refused) return sendProblem(req, res, CLIENT_ERROR_CODES[refused.status], refused.detail);
-    req.log.error({ err: error }, 'unhandled error');
-    sendProblem(req, res, 'INTERNAL_SERVER_ERROR', `Something went wrong; quote request id ${String(req.id)}.`);
-  });
+  app.use('/v1', createRestRouter({ services, auth: createAuthentication(verifier), budget }));
+  app.use('/problems', problemPages());
+  app.use(routeNotFound);
+  app.use(lastResort);
 
   return {
     app,
@@ -256,17 +202,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     budget,
     sweeper,
     /** WebSocket subscriptions share the /graphql path with HTTP. */
-    websockets: createWebSocketServer({
-      pipeline,
-      fanout,
-      services,
-      verifier,
-      logger,
-      session: sessionAuth,
-      trustedOrigins: trusted,
-      streams,
-      trustProxy: config.trustProxy,
-    }),
+    websockets,
     /** Readiness turns false first, so the load balancer stops sending before sockets close. */
     startDraining() {
       draining = true;
@@ -304,53 +240,4 @@ async function startEmbeddedIdp({
     passwordHashing: argon2Params(nodeEnv),
     signinDelayMs: signinDelayMs(nodeEnv),
   });
-}
-
-/** A refused charge is a refusal, whichever transport asked (GraphQL cost or a REST price). */
-function countingRefusals(budget: RateBudget, metrics: Metrics): RateBudget {
-  return {
-    async charge(key, points) {
-      const charge = await budget.charge(key, points);
-      if (!charge.allowed) metrics.refusals.inc({ reason: 'rate_budget' });
-      return charge;
-    },
-    close: () => budget.close(),
-  };
-}
-
-/** Open subscriptions, counted where every transport's subscription gets its events. */
-function countingSubscriptions(services: Services, metrics: Metrics): Services {
-  const { subscriptions } = services;
-  const orderEvents = subscriptions.orderEvents.bind(subscriptions);
-  subscriptions.orderEvents = async (...args) => {
-    const stream = await orderEvents(...args);
-    metrics.openSubscriptions.inc();
-    let open = true;
-    const closed = () => {
-      if (open) metrics.openSubscriptions.dec();
-      open = false;
-    };
-    const iterator = stream[Symbol.asyncIterator]();
-    const counted: typeof stream = {
-      [Symbol.asyncIterator]() {
-        return this;
-      },
-      async next() {
-        const step = await iterator.next();
-        if (step.done) closed();
-        return step;
-      },
-      async return(value?: unknown) {
-        closed();
-        return (await iterator.return?.(value)) ?? { done: true, value: undefined };
-      },
-      async throw(error?: unknown) {
-        closed();
-        if (iterator.throw) return iterator.throw(error);
-        throw error;
-      },
-    };
-    return counted;
-  };
-  return services;
 }

@@ -1,8 +1,15 @@
 import type { Logger } from 'pino';
 import type { Loaders } from './domain/loaders.js';
-import type { StreamOptions } from './domain/subscriptions.js';
+import type { OrderEvent } from './domain/model.js';
 import type { Principal } from './domain/policy.js';
 import type { Services } from './domain/services.js';
+import type { OrderFeed } from './domain/subscriptions.js';
+
+/** How a streaming transport delivers a subscription's events (the one subscribe path, http/realtime/subscribe.ts). */
+export interface SubscriberStream {
+  /** The feed's events for this subscriber, from now on (or resumed, when the subscriber asked to). */
+  events(feed: OrderFeed): AsyncIterableIterator<OrderEvent>;
+}
 
 /** What every resolver gets, built afresh for each request. */
 export interface Context {
@@ -10,8 +17,8 @@ export interface Context {
   readonly services: Services;
   /** Per request; a subscription swaps in fresh ones for every event it delivers. */
   loaders: Loaders;
-  /** Set by streaming transports: how a subscription ends its subscriber. */
-  readonly stream?: StreamOptions;
+  /** Set by the streaming transports (WebSocket, SSE): where a subscription's events go. */
+  readonly stream?: SubscriberStream;
   /** The outbox id of the event a subscription is delivering now, sent as `extensions.eventId`. */
   eventId?: string;
   readonly requestId: string;
@@ -30,7 +37,7 @@ const LOG = Symbol('log');
 class RequestContext implements Context {
   [LOADERS]: Loaders | undefined = undefined;
   [LOG]: Logger | (() => Logger);
-  declare readonly stream?: StreamOptions;
+  declare readonly stream?: SubscriberStream;
   declare eventId?: string;
 
   constructor(
@@ -38,7 +45,7 @@ class RequestContext implements Context {
     readonly principal: Principal,
     readonly requestId: string,
     log: Logger | (() => Logger),
-    stream: StreamOptions | undefined,
+    stream: SubscriberStream | undefined,
   ) {
     this[LOG] = log;
     if (stream) this.stream = stream;
@@ -64,7 +71,7 @@ export function createContext(
   principal: Principal,
   requestId: string,
   log: Logger | (() => Logger),
-  stream?: StreamOptions,
+  stream?: SubscriberStream,
 ): Context {
   return new RequestContext(services, principal, requestId, log, stream);
 }

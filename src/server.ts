@@ -3,9 +3,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createApp, type App } from './app.js';
-import { serveMetrics } from './http/metrics.js';
-import { PROBLEM_TYPES, problemBody } from './http/problems.js';
-import { RETRY_AFTER_SECONDS } from './domain/errors.js';
+import { serveMetrics } from './http/observability/index.js';
+import { PROBLEM_TYPES, problemBody, RETRY_LATER } from './http/problems/index.js';
 import type { Config } from './config.js';
 import type { Database } from './store/db.js';
 import { openDatabase } from './store/open.js';
@@ -59,7 +58,7 @@ export async function startServer(
       return sendEarlyProblem(req, res, 'MALFORMED_REQUEST', 'An HTTP/1.1 request must carry a Host header.');
     }
     if (handler) return handler(req, res);
-    sendEarlyProblem(req, res, 'SERVICE_UNAVAILABLE', 'Starting up.', { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+    sendEarlyProblem(req, res, 'SERVICE_UNAVAILABLE', 'Starting up.', RETRY_LATER);
   });
   server.on('clientError', answerUnreadableRequest);
   // Node counts a connection that has not sent a byte yet (a client's or a browser's preconnect) as busy, so
@@ -161,7 +160,7 @@ function sendEarlyProblem(
   res: ServerResponse,
   code: 'SERVICE_UNAVAILABLE' | 'MALFORMED_REQUEST',
   detail: string,
-  headers: Record<string, string> = {},
+  headers: Readonly<Record<string, string>> = {},
 ) {
   const body = JSON.stringify(problemBody(code, detail, req.url ?? '/'));
   res.writeHead(PROBLEM_TYPES[code].status, PROBLEM_TYPES[code].title, {

@@ -1,6 +1,17 @@
 import request from 'supertest';
 import type { Response as SuperResponse, Test } from 'supertest';
 
+/** An RFC 9457 problem details body as this API sends it. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  code: string;
+  errors?: { pointer: string; reason: string }[];
+}
+
 export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
 
 /**

@@ -159,15 +159,15 @@ export async function startTestServer(
     const scope = statementScope.getStore();
     if (scope) scope.statements++;
   };
-  // A subscription is live once its resolver has registered with the event bus: a signal, not a sleep.
+  // A subscription is live once it listens to the event bus (or has joined a shared execution that does), which is
+  // when it is counted open (http/realtime/subscribe.ts): a signal, not a sleep.
   const subscriptions = new EventEmitter();
-  const service = running.app.services.subscriptions;
-  const orderEvents = service.orderEvents.bind(service);
-  service.orderEvents = async (...args) => {
-    const stream = await orderEvents(...args);
+  const open = running.app.metrics.openSubscriptions;
+  const countOpen = open.inc.bind(open) as () => void;
+  open.inc = (() => {
+    countOpen();
     subscriptions.emit('listening');
-    return stream;
-  };
+  }) as typeof open.inc;
 
   const tokens = new Map<string, Promise<string>>();
   const agent = http(running.url);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import { createSigninThrottle, SIGNIN_LIMITS } from '../../src/auth/idp/signinThrottle.js';
-import { createRateBudget } from '../../src/http/rateBudget.js';
+import { createRateBudget } from '../../src/http/middleware/rateBudget.js';
 import { openRedis } from '../../src/store/redis.js';
 import { startRedis, type RedisServer } from '../helpers/infra.js';
 

@@ -1,7 +1,13 @@
 import { describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
-import { safeReturnTo } from '../../src/http/authRoutes.js';
-import { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from '../../src/http/cookies.js';
+import { safeReturnTo } from '../../src/http/browser/signIn.js';
+import {
+  authCookies,
+  isForeignOrigin,
+  readCookie,
+  serializeCookie,
+  trustedOrigins,
+} from '../../src/http/middleware/cookies.js';
 
 describe('browser sign-in cookies', () => {
   test('over https the session cookie is __Host- prefixed and Secure', () => {

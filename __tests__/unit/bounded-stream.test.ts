@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from '@jest/globals';
-import { boundedStream } from '../../src/domain/subscriptions.js';
+import { boundedStream } from '../../src/http/realtime/index.js';
 
 describe('a subscriber buffer', () => {
   test('hands values to a waiting reader, then buffers up to the bound', async () => {

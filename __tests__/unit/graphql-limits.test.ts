@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from '@jest/globals';
 import { getOperationAST, parse } from 'graphql';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { operationCost } from '../../src/http/cost.js';
-import { limitErrors } from '../../src/http/limits.js';
-import { pointsFor } from '../../src/http/pipeline.js';
-import { buildSchema } from '../../src/http/schema.js';
+import { operationCost } from '../../src/http/pipeline/cost.js';
+import { limitErrors } from '../../src/http/pipeline/limits.js';
+import { pointsFor } from '../../src/http/pipeline/pipeline.js';
+import { buildSchema } from '../../src/resolvers/schema.js';
 
 const schema = buildSchema();
 const LIMITS = { maxDepth: 12, maxAliases: 15, maxDirectives: 50, maxMutations: 10 };

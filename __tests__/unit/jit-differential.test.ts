@@ -3,8 +3,8 @@ import { describe, test } from '@jest/globals';
 import { execute, parse, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { DomainError } from '../../src/domain/errors.js';
-import { formatResult } from '../../src/http/graphqlErrors.js';
-import { createJitExecutor } from '../../src/http/jitExecutor.js';
+import { formatResult } from '../../src/http/problems/graphqlErrors.js';
+import { createJitExecutor } from '../../src/http/pipeline/jitExecutor.js';
 import { DateTime } from '../../src/resolvers/DateTime.js';
 
 /**

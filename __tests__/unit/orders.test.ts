@@ -5,7 +5,7 @@ import { orderEtag } from '../../src/domain/etags.js';
 import { ID_PATTERN, newId } from '../../src/domain/ids.js';
 import { ORDER_STATUSES, type OrderStatus } from '../../src/domain/model.js';
 import { assertTransition, priceLines } from '../../src/domain/orders.js';
-import { isValidIdempotencyKey } from '../../src/http/idempotencyKey.js';
+import { isValidIdempotencyKey } from '../../src/domain/idempotencyKey.js';
 
 const codeOf = (fn: () => unknown) => {
   try {

@@ -1,7 +1,12 @@
 import { describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { ANONYMOUS } from '../../src/domain/policy.js';
-import { clientKey, createMemoryRateBudget, createRateBudget, rateLimitHeaders } from '../../src/http/rateBudget.js';
+import {
+  clientKey,
+  createMemoryRateBudget,
+  createRateBudget,
+  rateLimitHeaders,
+} from '../../src/http/middleware/rateBudget.js';
 
 function clock(start = 1_000_000) {
   let t = start;

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from '@jest/globals';
 import { format, resolveConfig } from 'prettier';
 import { ERROR_CODES } from '../../src/domain/errors.js';
-import { PROBLEM_TYPES } from '../../src/http/problems.js';
+import { PROBLEM_TYPES } from '../../src/http/problems/catalogue.js';
 import { errorTable, renderReadme } from '../../scripts/readme/generated.js';
 
 const readme = readFileSync('README.md', 'utf8');

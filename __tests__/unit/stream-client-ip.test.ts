@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, test } from '@jest/globals';
-import { clientIp } from '../../src/http/streams.js';
+import { clientIp } from '../../src/http/realtime/streamRegistry.js';
 
 const upgrade = (peer: string, forwardedFor?: string) =>
   ({

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { PROBLEM_TYPES, problemTypeUri, type ApiErrorCode } from '../../src/http/problems.js';
+import { PROBLEM_TYPES, problemTypeUri, type ApiErrorCode } from '../../src/http/problems/catalogue.js';
 
 /**
  * Parts of README.md that are written from their source rather than by hand, each between

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import type { ProofReplayStore } from '../domain/ports.js';
 
 /**
  * Proof signature algorithms, asymmetric only (RFC 9449 §4.3 step 5): ES256, RS256, PS256 and EdDSA as asked
@@ -24,15 +25,6 @@ export class InvalidDpopProofError extends Error {
     super(message);
     this.name = 'InvalidDpopProofError';
   }
-}
-
-/**
- * Remembers proof ids until they expire, across every replica: a proof is good for one request only
- * (RFC 9449 §11.1). `claim` resolves true the first time a key is seen and false on every later try.
- */
-export interface ProofReplayStore {
-  claim(key: string, expiresAt: Date): Promise<boolean>;
-  close(): void;
 }
 
 export interface ProofContext {

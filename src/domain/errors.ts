@@ -1,6 +1,7 @@
 /**
- * The one catalogue of expected failures. Each transport translates a code once:
- * REST to a problem type and status, GraphQL to `extensions.code`.
+ * The domain's error codes: the expected failures of its use cases. Each is registered in the API's one error
+ * catalogue (http/problems/catalogue.ts, which fails to compile otherwise), whose translators give it a problem type
+ * and status on REST and an `extensions.code` on GraphQL.
  */
 export const ERROR_CODES = [
   'UNAUTHENTICATED',

@@ -96,3 +96,14 @@ export interface EventChannel {
   /** Every committed event, once, in id order; returns a function that stops listening. */
   listen(listener: (event: OrderEvent) => void): () => void;
 }
+
+/**
+ * Beside the domain's own ports, the one authentication needs from storage, declared here so that store/ implements
+ * every port without importing auth/. Remembers DPoP proof ids until they expire, across every replica: a proof is
+ * good for one request only (RFC 9449 §11.1). `claim` resolves true the first time a key is seen and false on every
+ * later try.
+ */
+export interface ProofReplayStore {
+  claim(key: string, expiresAt: Date): Promise<boolean>;
+  close(): void;
+}

@@ -6,85 +6,22 @@ import type { OrderService } from './orderService.js';
 import type { EventChannel, EventRepository } from './ports.js';
 import { isStaff, requireScope, SCOPES, type Principal } from './policy.js';
 
-/** Events a subscriber may have waiting before it counts as too slow and is dropped. */
-export const SUBSCRIBER_BUFFER = 256;
-
-export type StreamEnd = 'overflow' | 'expired';
-
-export interface StreamOptions {
-  /** The subscriber must be cut off; the transport closes its connection with this reason. */
-  readonly onEnd: (why: StreamEnd, message: string) => void;
-  /** When the credential behind the subscription stops being valid (ms since the epoch). */
-  readonly expiresAt?: number;
-  /** Resume after this event id (SSE Last-Event-ID): missed events first, then live ones. */
-  readonly after?: string;
-  /**
-   * Serves the subscriber from an execution it shares with every subscriber of the same feed (and document):
-   * returns how to leave it, or undefined when the subscriber is to be served on its own.
-   */
-  readonly join?: (feed: OrderFeed) => (() => void) | undefined;
-}
-
 /**
  * The events one audience may see for one filter. Subscribers with equal keys see exactly the same events: the key
  * names the audience (staff see every order, a customer only their own) and the filter.
  */
 export interface OrderFeed {
   readonly key: string;
-  /** Calls `onEvent` with each committed event of the feed, once, in id order. */
+  /** Calls `onEvent` with each committed event of the feed, once, in id order; returns how to stop. */
   listen(onEvent: (event: OrderEvent) => void): () => void;
+  /**
+   * The feed resumed after an event id (SSE Last-Event-ID): the events of the feed missed since, from the outbox,
+   * oldest first, then `live` (which must have started listening first) without anything already replayed.
+   */
+  resume(after: string, live: AsyncIterableIterator<OrderEvent>): AsyncIterableIterator<OrderEvent>;
 }
 
 const REPLAY_PAGE = 200;
-
-/** A pull-based queue over pushed events: bounded, so one slow consumer cannot hold memory hostage. */
-export function boundedStream<T>(max: number, onOverflow: () => void, onClose: () => void) {
-  const buffer: T[] = [];
-  let waiting: ((result: IteratorResult<T>) => void) | null = null;
-  let closed = false;
-
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    buffer.length = 0;
-    onClose();
-    waiting?.({ value: undefined, done: true });
-    waiting = null;
-  };
-
-  const iterator: AsyncIterableIterator<T> = {
-    next() {
-      if (buffer.length) return Promise.resolve({ value: buffer.shift()!, done: false });
-      if (closed) return Promise.resolve({ value: undefined, done: true });
-      return new Promise((resolve) => (waiting = resolve));
-    },
-    return() {
-      close();
-      return Promise.resolve({ value: undefined, done: true });
-    },
-    [Symbol.asyncIterator]() {
-      return iterator;
-    },
-  };
-
-  return {
-    iterator,
-    close,
-    push(value: T) {
-      if (closed) return;
-      if (waiting) {
-        const resolve = waiting;
-        waiting = null;
-        resolve({ value, done: false });
-      } else if (buffer.length < max) {
-        buffer.push(value);
-      } else {
-        close();
-        onOverflow();
-      }
-    },
-  };
-}
 
 /** Missed events from the outbox, oldest first, then the live stream without anything already replayed. */
 async function* resumed(
@@ -117,59 +54,29 @@ export function createSubscriptionService(deps: {
 }) {
   return {
     /**
-     * Committed order events the caller may see, as they happen. The visibility rule is the one
-     * for reads: staff see all, a customer only events about their own orders.
+     * The committed order events the caller may see, for a filter. The visibility rule is the one for reads: staff
+     * see all, a customer only events about their own orders. How the events reach the subscriber (buffered, shared
+     * with others, ended when its credential expires) is its transport's business (http/realtime/subscribe.ts).
      */
-    async orderEvents(
+    async orderFeed(
       principal: Principal,
       filter: { kinds: readonly EventKind[]; orderId?: string | null },
-      opts: StreamOptions,
-    ): Promise<AsyncIterableIterator<OrderEvent>> {
+    ): Promise<OrderFeed> {
       const user = requireScope(principal, SCOPES.read);
       if (filter.orderId && !(await deps.orders.get(principal, filter.orderId))) throw notFound('Order');
       const own = await deps.customers.idFor(user);
-      let expiry: NodeJS.Timeout | undefined;
-      let unlisten = () => {};
-      const stream = boundedStream<OrderEvent>(
-        SUBSCRIBER_BUFFER,
-        () => opts.onEnd('overflow', `More than ${SUBSCRIBER_BUFFER} events were waiting: the subscriber is too slow.`),
-        () => {
-          unlisten();
-          clearTimeout(expiry);
-        },
-      );
       const wanted = (event: OrderEvent) =>
         filter.kinds.includes(event.kind) &&
         (!filter.orderId || event.order.id === filter.orderId) &&
         canSeeEvent(user, own, event);
-      const listen = (onEvent: (event: OrderEvent) => void) =>
-        deps.bus.listen((event) => {
-          if (wanted(event)) onEvent(event);
-        });
-      // A resumed stream replays its own backlog first, so only a live one can share an execution.
-      const leave =
-        opts.after === undefined
-          ? opts.join?.({
-              key: JSON.stringify([isStaff(user) ? 'staff' : `customer:${own}`, filter.kinds, filter.orderId ?? null]),
-              listen,
-            })
-          : undefined;
-      // Listening starts before any replay is read, so no event can fall between the two. A shared subscriber's
-      // own stream stays empty: its results are written by the shared execution until it leaves.
-      unlisten = leave ?? listen((event) => stream.push(event));
-      if (opts.expiresAt !== undefined) {
-        expiry = setTimeout(
-          () => {
-            stream.close();
-            opts.onEnd('expired', 'The access token has expired.');
-          },
-          // setTimeout fires at once for delays past 2^31-1 ms; no token lives that long anyway.
-          Math.min(Math.max(0, opts.expiresAt - Date.now()), 2 ** 31 - 1),
-        );
-        expiry.unref();
-      }
-      if (opts.after === undefined) return stream.iterator;
-      return resumed(deps.outbox, opts.after, wanted, stream.iterator);
+      return {
+        key: JSON.stringify([isStaff(user) ? 'staff' : `customer:${own}`, filter.kinds, filter.orderId ?? null]),
+        listen: (onEvent) =>
+          deps.bus.listen((event) => {
+            if (wanted(event)) onEvent(event);
+          }),
+        resume: (after, live) => resumed(deps.outbox, after, wanted, live),
+      };
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { WriteOptions } from '../domain/orderService.js';
 import { invalidInput } from '../domain/errors.js';
 import type { MutationResolvers } from '../generated/graphql.js';
-import { IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey } from '../http/idempotencyKey.js';
+import { IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey } from '../domain/idempotencyKey.js';
 
 /** The order's `etag` as a precondition: the change applies only to that exact version. */
 function ifEtag(etag: string | null | undefined): WriteOptions {

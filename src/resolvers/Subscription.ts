@@ -1,7 +1,7 @@
 import type { Context } from '../context.js';
 import type { OrderEvent } from '../domain/model.js';
 import type { SubscriptionResolvers } from '../generated/graphql.js';
-import { clientError } from '../http/graphqlErrors.js';
+import { clientError } from '../http/problems/index.js';
 
 function streamOf(ctx: Context) {
   if (!ctx.stream) {
@@ -19,13 +19,15 @@ function eventOrder(event: OrderEvent, _args: unknown, ctx: Context) {
 
 export const Subscription: SubscriptionResolvers = {
   orderUpdated: {
-    subscribe: (_parent, { id }, ctx) =>
-      ctx.services.subscriptions.orderEvents(ctx.principal, { kinds: ['updated'], orderId: id }, streamOf(ctx)),
+    subscribe: async (_parent, { id }, ctx) =>
+      streamOf(ctx).events(
+        await ctx.services.subscriptions.orderFeed(ctx.principal, { kinds: ['updated'], orderId: id }),
+      ),
     resolve: eventOrder,
   },
   orderCreated: {
-    subscribe: (_parent, _args, ctx) =>
-      ctx.services.subscriptions.orderEvents(ctx.principal, { kinds: ['created'] }, streamOf(ctx)),
+    subscribe: async (_parent, _args, ctx) =>
+      streamOf(ctx).events(await ctx.services.subscriptions.orderFeed(ctx.principal, { kinds: ['created'] })),
     resolve: eventOrder,
   },
 };

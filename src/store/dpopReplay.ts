@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { ProofReplayStore } from '../auth/dpop.js';
+import type { ProofReplayStore } from '../domain/ports.js';
 import type { Queryable } from './db.js';
 
 /** SET NX with the proof's own expiry: one round trip, atomic across replicas, gone when no longer needed. */

@@ -1,7 +1,7 @@
 // Server-rendered pages of the embedded IdP: plain, accessible HTML that works without JavaScript.
 
 import { createHash } from 'node:crypto';
-import { escapeHtml } from '../../http/html.js';
+import { escapeHtml } from '../../html.js';
 
 const STYLE = `
   body { font-family: system-ui, sans-serif; line-height: 1.5; margin: 0; background: #f4f4f5; color: #18181b; }

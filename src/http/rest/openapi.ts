@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { IDEMPOTENCY_KEY_PATTERN } from '../idempotencyKey.js';
-import { PROBLEM_TYPES, type ApiErrorCode } from '../problems.js';
+import { IDEMPOTENCY_KEY_PATTERN } from '../../domain/idempotencyKey.js';
+import { PROBLEM_TYPES, type ApiErrorCode } from '../problems/index.js';
 import { contract } from './contract.js';
 
 /**

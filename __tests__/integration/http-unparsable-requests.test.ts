@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import type { Problem } from '../helpers/http.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+describe('a request Node cannot parse is answered as problem details, not a bare status line', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.close());
+
+  /** Writes bytes on a fresh socket and reads everything until the server closes it. */
+  async function rawExchange(bytes: string): Promise<{ statusLine: string; headers: string; body: string }> {
+    const { port } = new URL(server.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    await once(socket, 'connect');
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.write(bytes);
+    await once(socket, 'close');
+    const text = Buffer.concat(chunks).toString('utf8');
+    const [head = '', body = ''] = text.split('\r\n\r\n');
+    const [statusLine = '', ...headers] = head.split('\r\n');
+    return { statusLine, headers: headers.join('\n').toLowerCase(), body };
+  }
+
+  test('request headers over 16 KB are 431 problem details, not a bare status line', async () => {
+    const res = await rawExchange(`GET /v1/orders HTTP/1.1\r\nHost: x\r\nCookie: c=${'a'.repeat(20_000)}\r\n\r\n`);
+    assert.equal(res.statusLine, 'HTTP/1.1 431 Request headers too large');
+    assert.match(res.headers, /^content-type: application\/problem\+json$/m);
+    assert.match(res.headers, /^connection: close$/m);
+    assert.deepEqual(JSON.parse(res.body), {
+      type: '/problems/headers-too-large',
+      title: 'Request headers too large',
+      status: 431,
+      detail: 'The request line and headers exceed 16 KB.',
+      instance: '/v1/orders',
+      code: 'HEADERS_TOO_LARGE',
+    });
+  });
+
+  test('an HTTP/1.1 request without Host is 400 problem details (RFC 9112 §3.2), also as a WebSocket upgrade', async () => {
+    for (const head of [
+      'GET /v1/orders HTTP/1.1\r\n\r\n',
+      'GET /graphql HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n' +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n',
+    ]) {
+      const res = await rawExchange(head);
+      assert.equal(res.statusLine, 'HTTP/1.1 400 Malformed request', head);
+      assert.match(res.headers, /^content-type: application\/problem\+json$/m);
+      assert.match(res.headers, /^connection: close$/m);
+      const body = JSON.parse(res.body) as Problem;
+      assert.deepEqual(
+        [body.code, body.detail, body.instance],
+        [
+          'MALFORMED_REQUEST',
+          'An HTTP/1.1 request must carry a Host header.',
+          head.startsWith('GET /graphql') ? '/graphql' : '/v1/orders',
+        ],
+      );
+    }
+  });
+
+  test('an HTTP/1.0 request without Host is served', async () => {
+    const res = await rawExchange('GET /healthz HTTP/1.0\r\n\r\n');
+    assert.equal(res.statusLine, 'HTTP/1.1 200 OK');
+    assert.deepEqual(JSON.parse(res.body), { status: 'ok' });
+  });
+
+  test('a request that is not HTTP/1.1 at all is 400 malformed-request problem details', async () => {
+    const res = await rawExchange('HELLO THERE\r\n\r\n');
+    assert.equal(res.statusLine, 'HTTP/1.1 400 Malformed request');
+    assert.match(res.headers, /^content-type: application\/problem\+json$/m);
+    const body = JSON.parse(res.body) as Problem;
+    assert.equal(body.type, '/problems/malformed-request');
+    assert.equal(body.code, 'MALFORMED_REQUEST');
+  });
+});

@@ -1,0 +1,226 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { IssuerUnavailable, LoginRejected, type BrowserLogin } from '../../auth/browserLogin.js';
+import { errorPage } from '../../auth/idp/pages.js';
+import {
+  ABSOLUTE_TIMEOUT_SECONDS,
+  LOGIN_ATTEMPT_SECONDS,
+  csrfTokenFor,
+  isCsrfTokenFor,
+  type SessionStore,
+} from '../../auth/sessions.js';
+import type { Config } from '../../config.js';
+import { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from '../middleware/index.js';
+import { bearerChallenge, sendProblem, unreadableRequest } from '../problems/index.js';
+
+const SIGN_IN_AGAIN = { href: '/auth/login', text: 'Sign in again' };
+const HOME = { href: '/', text: 'Go to the home page' };
+/** The sign-out form: one hidden field. */
+const logoutForm = express.urlencoded({ extended: false, limit: '1kb', parameterLimit: 5 });
+
+/**
+ * `returnTo` must be a path on this origin. It is resolved against PUBLIC_URL and only the normalised result is
+ * used, never the raw string: dot segments can turn `/.//host` into `//host`, which a browser reads as another
+ * host, so a result that starts with two slashes is refused as well as one on another origin.
+ */
+export function safeReturnTo(value: unknown, publicUrl: string): string | null {
+  if (value === undefined) return '/';
+  if (typeof value !== 'string' || value.length > 2048) return null;
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what must not pass
+  if (!/^\/(?![/\\])/.test(value) || /[\u0000-\u001f\u007f\\]/.test(value)) return null;
+  const base = new URL(publicUrl);
+  const resolved = new URL(value, base);
+  if (resolved.origin !== base.origin || resolved.pathname.startsWith('//')) return null;
+  return `${resolved.pathname}${resolved.search}${resolved.hash}`;
+}
+
+/**
+ * Whether the request reached the host PUBLIC_URL names (behind a trusted proxy, the forwarded one). The login and
+ * session cookies belong to that host, and the issuer returns the browser there, so sign-in must start there too.
+ */
+export function onPublicHost(req: Request, publicUrl: string): boolean {
+  const expected = new URL(publicUrl);
+  const seen = req.host ? URL.parse(`${expected.protocol}//${req.host}`) : null;
+  return seen?.host === expected.host;
+}
+
+function page(res: Response, status: number, title: string, message: string, link?: { href: string; text: string }) {
+  res
+    .status(status)
+    .type('html')
+    .send(errorPage({ title, message, ...(link ? { link } : {}) }));
+}
+
+/**
+ * Browser sign-in (SPEC §7): /login → the issuer → /callback → a server-side session in an HttpOnly cookie;
+ * /session reports it, /logout ends it everywhere. `login` is null when no web client is configured.
+ */
+export function createAuthRouter(deps: { config: Config; sessions: SessionStore; login: BrowserLogin | null }) {
+  const { config, sessions, login } = deps;
+  const cookies = authCookies(config.publicUrl);
+  const trusted = trustedOrigins(config.publicUrl, config.corsOrigins);
+  const redirectUri = `${config.publicUrl}/auth/callback`;
+  const clearLoginCookie = serializeCookie(cookies.login, '', { path: '/auth', maxAge: 0, secure: cookies.secure });
+  const clearSessionCookie = serializeCookie(cookies.session, '', { path: '/', maxAge: 0, secure: cookies.secure });
+
+  const router = express.Router();
+  router.use((_req, res, next) => {
+    // Every answer here is about one browser's sign-in; no cache may keep or share it.
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+
+  function notConfigured(res: Response) {
+    page(
+      res,
+      503,
+      'Browser sign-in is not configured',
+      'OIDC_ISSUER is set without OIDC_CLIENT_ID: register a web client at the identity provider and set ' +
+        'OIDC_CLIENT_ID and OIDC_CLIENT_SECRET. Bearer tokens keep working.',
+    );
+  }
+
+  router.get('/login', async (req, res) => {
+    if (!login) return notConfigured(res);
+    const returnTo = safeReturnTo(req.query.returnTo, config.publicUrl);
+    if (returnTo === null) {
+      return page(res, 400, 'Cannot sign in', 'returnTo must be a path on this site, such as /orders.');
+    }
+    if (!onPublicHost(req, config.publicUrl)) {
+      // Started on another name for this server (127.0.0.1 for localhost): the login cookie set here would never
+      // reach the callback on PUBLIC_URL. Go there first, carrying only the checked, normalised returnTo.
+      const there = new URL('/auth/login', config.publicUrl);
+      if (req.query.returnTo !== undefined) there.searchParams.set('returnTo', returnTo);
+      return res.redirect(303, there.href);
+    }
+    let started;
+    try {
+      started = await login.start();
+    } catch (error) {
+      if (!(error instanceof IssuerUnavailable)) throw error;
+      req.log.warn({ event: 'auth.login_unavailable', reason: error.reason }, 'browser sign-in cannot start');
+      return page(res, 503, 'Sign-in is unavailable', `${error.message} Please try again in a moment.`);
+    }
+    const attemptId = await sessions.saveLoginAttempt({ ...started.attempt, returnTo }, req.ip);
+    res.setHeader(
+      'Set-Cookie',
+      serializeCookie(cookies.login, attemptId, {
+        path: '/auth',
+        maxAge: LOGIN_ATTEMPT_SECONDS,
+        secure: cookies.secure,
+      }),
+    );
+    res.redirect(302, started.authorizationUrl.href);
+  });
+
+  router.get('/callback', async (req, res) => {
+    // The attempt is spent whatever happens next: the cookie goes, and takeLoginAttempt deletes the row.
+    res.setHeader('Set-Cookie', clearLoginCookie);
+    if (!login) return notConfigured(res);
+    const attemptId = readCookie(req.headers.cookie, cookies.login);
+    const attempt = attemptId ? await sessions.takeLoginAttempt(attemptId) : null;
+    if (!attempt) {
+      req.log.warn({ event: 'auth.callback_rejected', reason: 'no live login attempt' }, 'sign-in callback refused');
+      return page(
+        res,
+        400,
+        'Sign-in expired',
+        'This sign-in has expired, was already completed, or was started in another browser. Please start again.',
+        SIGN_IN_AGAIN,
+      );
+    }
+    // The redirect URI exactly as registered, whatever host or proxy the request came through.
+    const callbackUrl = new URL(redirectUri);
+    callbackUrl.search = new URL(req.originalUrl, 'http://x').search;
+    let established;
+    try {
+      established = await login.finish(callbackUrl, attempt);
+    } catch (error) {
+      if (error instanceof LoginRejected) {
+        req.log.warn({ event: 'auth.callback_rejected', reason: error.reason }, 'sign-in callback refused');
+        return page(res, 400, 'Sign-in failed', error.message, SIGN_IN_AGAIN);
+      }
+      if (error instanceof IssuerUnavailable) {
+        req.log.warn({ event: 'auth.callback_unavailable', reason: error.reason }, 'sign-in callback failed');
+        return page(res, 503, 'Sign-in is unavailable', `${error.message} Please try again in a moment.`);
+      }
+      throw error;
+    }
+    // Rotation: whatever session this browser had before signing in ends now.
+    const previous = readCookie(req.headers.cookie, cookies.session);
+    if (previous) await sessions.revoke(previous);
+    const session = await sessions.create(established);
+    req.log.info({ event: 'auth.login', sub: established.subject }, 'browser session started');
+    res.append(
+      'Set-Cookie',
+      serializeCookie(cookies.session, session.id, {
+        path: '/',
+        maxAge: ABSOLUTE_TIMEOUT_SECONDS,
+        secure: cookies.secure,
+      }),
+    );
+    res.redirect(303, attempt.returnTo);
+  });
+
+  router.get('/session', async (req, res) => {
+    const id = readCookie(req.headers.cookie, cookies.session);
+    const session = id ? await sessions.touch(id) : null;
+    if (!session) {
+      return sendProblem(req, res, 'UNAUTHENTICATED', 'No session: sign in at /auth/login.', {
+        headers: { 'WWW-Authenticate': bearerChallenge() },
+      });
+    }
+    const { user, expiresAt } = session;
+    res.json({
+      sub: user.subject,
+      name: user.name ?? null,
+      email: user.email ?? null,
+      roles: [...user.roles],
+      scopes: [...user.scopes],
+      expiresAt: expiresAt.toISOString(),
+      // For a page script's sign-out (X-CSRF-Token); another site cannot read this answer.
+      csrfToken: csrfTokenFor(id!),
+    });
+  });
+
+  router.post('/logout', logoutForm, async (req, res) => {
+    // A cross-site page must not be able to sign people out (login/logout CSRF): a foreign Origin is refused, and a
+    // request carrying the session cookie must also carry that session's token (the home page's form has it), which
+    // covers browsers that send no Origin.
+    if (isForeignOrigin(req.headers.origin, trusted)) {
+      return page(res, 403, 'Cannot sign out', 'Sign-out requests must come from this site.');
+    }
+    const id = readCookie(req.headers.cookie, cookies.session);
+    const token = (req.body as { csrf?: unknown } | undefined)?.csrf ?? req.headers['x-csrf-token'];
+    if (id && !isCsrfTokenFor(id, token)) {
+      return page(
+        res,
+        403,
+        'Cannot sign out',
+        'This sign-out request did not come from a page of this site. Use the Sign out button on the home page.',
+        HOME,
+      );
+    }
+    const revoked = id ? await sessions.revoke(id) : null;
+    if (revoked) req.log.info({ event: 'auth.logout' }, 'browser session ended');
+    res.setHeader('Set-Cookie', clearSessionCookie);
+    // Ending the issuer's session too, or the next /auth/login would sign the same person in without asking.
+    const endSession = login ? await login.endSessionUrl(revoked?.idToken) : null;
+    res.redirect(303, endSession?.href ?? '/');
+  });
+
+  router.all('/logout', (req, res) => {
+    // A link or a prefetch must not sign anyone out.
+    sendProblem(req, res, 'METHOD_NOT_ALLOWED', 'Sign out with POST /auth/logout (the home page has a button).', {
+      headers: { Allow: 'POST' },
+    });
+  });
+
+  router.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
+    // A body the sign-out form could not have sent (too large, wrong charset) is the client's error, not ours.
+    if (res.headersSent || unreadableRequest(error, '1kb')) return next(error);
+    req.log.error({ err: error }, 'browser sign-in failed');
+    page(res, 500, 'Something went wrong', `Sign-in failed unexpectedly; quote request id ${String(req.id)}.`);
+  });
+
+  return router;
+}

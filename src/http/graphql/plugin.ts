@@ -1,0 +1,142 @@
+import { HeaderMap, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
+import { unwrapResolverError } from '@apollo/server/errors';
+import { GraphQLError } from 'graphql';
+import type { Context } from '../../context.js';
+import { rateLimitHeaders } from '../middleware/index.js';
+import type { Metrics } from '../observability/index.js';
+import {
+  cacheControlHeader,
+  policyIfCacheable,
+  type CachePolicy,
+  type createJitExecutor,
+  type createPolicyCache,
+  type Pipeline,
+} from '../pipeline/index.js';
+import { isUnavailable, isUnexpected, mediaTypeFor, RETRY_LATER, UNAVAILABLE_STATUS } from '../problems/index.js';
+import type { ResultCache } from './resultCache/index.js';
+
+/**
+ * The protocol's hooks into Apollo's request pipeline: the document's cache policy, cost and the rate budget before
+ * execution, the graphql-jit run, error logging, and the response's status, headers and `extensions.cost`.
+ */
+export function protocolPlugin(
+  metrics: Metrics,
+  pipeline: Pipeline,
+  policies: ReturnType<typeof createPolicyCache>,
+  jit: ReturnType<typeof createJitExecutor>,
+  resultCache: ResultCache | undefined,
+): ApolloServerPlugin<Context> {
+  // The hooks keep no state of their own, so every request shares one listener.
+  const listener: GraphQLRequestListener<Context> = {
+    // A document's cache policy is worked out once, when it is first validated, and kept with it.
+    async validationDidStart({ document }) {
+      return async (errors) => {
+        if (!errors?.length) policies.remember(document);
+      };
+    },
+    // Cost and budget, before execution: the operation is known and its variables are at hand.
+    async didResolveOperation({ document, operation, request, contextValue, response, overallCachePolicy }) {
+      if (!operation) return;
+      // Executed over plain HTTP, a subscription's resolvers would run once with no event: an internal error.
+      if (operation.operation === 'subscription') {
+        throw new GraphQLError(
+          'Subscriptions are served over WebSocket (graphql-transport-ws) at /graphql and over server-sent events at /graphql/stream, not over plain HTTP.',
+          { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
+        );
+      }
+      // A refused charge the result cache's lookup already made is not made twice.
+      const admission =
+        resultCache?.takeAdmission(contextValue) ??
+        (await pipeline.admit(document, operation, request.variables, contextValue));
+      const headers = admission.charge ? rateLimitHeaders(admission.charge) : {};
+      for (const [name, value] of Object.entries(headers)) response.http.headers.set(name.toLowerCase(), value);
+      if (admission.ok) {
+        overallCachePolicy.restrict(policies.policyOf(document, operation, request.variables));
+        return;
+      }
+      const status = admission.error.extensions.code === 'RATE_LIMITED' ? 429 : 400;
+      throw new GraphQLError(admission.error.message, {
+        extensions: {
+          ...admission.error.extensions,
+          http: { status, headers: new HeaderMap(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) },
+        },
+      });
+    },
+    // The compiled operation runs here; Apollo's execution step is left for results with errors (jitExecutor.ts).
+    async responseForOperation(requestContext) {
+      const result = await jit.run(requestContext);
+      return (
+        result && {
+          http: { status: undefined, headers: new HeaderMap() },
+          body: { kind: 'single', singleResult: result },
+        }
+      );
+    },
+    async didEncounterErrors({ errors, contextValue }) {
+      for (const error of errors) {
+        if (isUnexpected(error)) {
+          contextValue.log.error({ err: unwrapResolverError(error), path: error.path }, 'unexpected GraphQL error');
+        }
+      }
+    },
+    async willSendResponse({ response, request, contextValue, overallCachePolicy, queryHash, document, operation }) {
+      setCacheControl(response, overallCachePolicy);
+      // A shared cache would hand one caller's budget to everyone who gets the stored copy.
+      const isPublic = overallCachePolicy.policyIfCacheable()?.scope === 'PUBLIC';
+      if (isPublic) {
+        response.http.headers.delete('ratelimit');
+        response.http.headers.delete('ratelimit-policy');
+      }
+      if (response.body.kind !== 'single') return;
+      const { errors, data } = response.body.singleResult;
+      const cost = pipeline.costOf(contextValue);
+      if (cost) response.body.singleResult.extensions = { ...response.body.singleResult.extensions, cost };
+      resultCache?.consider(
+        contextValue,
+        { queryHash, document, operation: operation ?? undefined, overallPublic: isPublic },
+        response,
+      );
+      for (const error of errors ?? [])
+        metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
+      // A dependency that is down: the one answer every transport gives (problems/unavailable.ts), whatever part of
+      // the data did resolve.
+      if (errors?.some(isUnavailable)) {
+        response.http.status = UNAVAILABLE_STATUS;
+        response.http.headers.set('retry-after', RETRY_LATER['Retry-After']);
+        return;
+      }
+      // A request error (no `data`) is 200 for application/json, as the GraphQL-over-HTTP spec says;
+      // Apollo answers 400 regardless. Other statuses (405 for a GET mutation) stay as they are.
+      if (data === undefined && errors?.length && (response.http.status ?? 200) === 400) {
+        if (mediaTypeFor(request.http?.headers.get('accept')) === 'application/json') response.http.status = 200;
+      }
+    },
+  };
+  return { requestDidStart: async () => listener };
+}
+
+/**
+ * `Cache-Control` as Apollo's cache-control plugin sets it, from the policy the document's hints gave: cacheable
+ * only for a single result without errors, `no-store` otherwise. A header already set is only ever tightened.
+ */
+function setCacheControl(
+  response: { http: { headers: Map<string, string> }; body?: { kind: string; singleResult?: { errors?: unknown } } },
+  overall: { maxAge?: number | undefined; scope?: CachePolicy['scope'] },
+) {
+  const existing = response.http.headers.get('cache-control');
+  const match = existing ? /^max-age=(\d+), (public|private)$/.exec(existing) : null;
+  if (existing && existing !== 'no-store' && !match) return;
+  const policy = { maxAge: overall.maxAge, scope: overall.scope };
+  if (match) {
+    const maxAge = Number(match[1]);
+    if (policy.maxAge === undefined || maxAge < policy.maxAge) policy.maxAge = maxAge;
+    if (match[2] === 'private') policy.scope = 'PRIVATE';
+    else if (policy.scope === undefined) policy.scope = 'PUBLIC';
+  }
+  const cacheable =
+    existing !== 'no-store' &&
+    policyIfCacheable(policy) &&
+    response.body?.kind === 'single' &&
+    !response.body.singleResult?.errors;
+  response.http.headers.set('cache-control', cacheable ? cacheControlHeader(policy) : 'no-store');
+}

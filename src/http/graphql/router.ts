@@ -1,0 +1,117 @@
+import { ApolloServer } from '@apollo/server';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
+import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
+import express, { type Request, type Response } from 'express';
+import type { DocumentNode, GraphQLSchema } from 'graphql';
+import type { Logger } from 'pino';
+import type { Authentication } from '../../auth/credentials.js';
+import type { Config } from '../../config.js';
+import { createContext, type Context } from '../../context.js';
+import type { Services } from '../../domain/services.js';
+import { authenticate, graphqlAuthFailure, refuseCookieCsrf, refuseForeignOrigins } from '../middleware/index.js';
+import type { Metrics } from '../observability/index.js';
+import { createJitExecutor, createPolicyCache, type Pipeline } from '../pipeline/index.js';
+import { apolloMiddleware } from './apolloMount.js';
+import { graphqlEnvelope } from './envelope.js';
+import { withGraphiqlLink } from './graphiql.js';
+import { persistedDocuments } from './persistedDocuments.js';
+import { protocolPlugin } from './plugin.js';
+import type { ResultCache } from './resultCache/index.js';
+
+/** A browser opening /graphql gets the Sandbox page: nothing runs, so nothing can be forged (Apollo agrees). */
+function isLandingPageRequest(req: Request): boolean {
+  return (
+    req.method === 'GET' &&
+    req.query.query === undefined &&
+    req.query.extensions === undefined &&
+    req.query.documentId === undefined &&
+    req.accepts(['json', 'html']) === 'html'
+  );
+}
+
+/**
+ * GraphQL over HTTP at /graphql: the envelope, cookie CSRF, the caller, persisted documents and the result cache in
+ * front of Apollo, which runs with the pipeline's rules and this API's plugin.
+ */
+export async function createGraphqlRouter(deps: {
+  schema: GraphQLSchema;
+  config: Config;
+  services: Services;
+  /** Access tokens, and browser sessions whose cookie authenticates /graphql too. */
+  auth: Authentication;
+  metrics: Metrics;
+  logger: Logger;
+  pipeline: Pipeline;
+  /** Origins a cookie-bearing request may come from. */
+  trustedOrigins: ReadonlySet<string>;
+  /** RESULT_CACHE=on: stored query responses, answered before Apollo. */
+  resultCache?: ResultCache;
+}): Promise<{ router: express.Router; stop(): Promise<void> }> {
+  const { config, services, auth, metrics, logger, pipeline, resultCache } = deps;
+  const { session } = auth;
+  const policies = createPolicyCache(deps.schema);
+  // Queries and mutations run as compiled code; Apollo parses, validates and admits them first, as always.
+  const jit = createJitExecutor(deps.schema);
+  const apollo = new ApolloServer<Context>({
+    gateway: jit.gateway,
+    // The pipeline's rules refuse introspection in production, on every transport alike.
+    introspection: true,
+    includeStacktraceInErrorResponses: false,
+    // main.ts owns shutdown: Apollo must keep serving while in-flight requests drain.
+    stopOnTerminationSignals: false,
+    // Apollo's rule would refuse simple GETs outright; refuseCookieCsrf applies it where it matters.
+    csrfPrevention: false,
+    // Apollo pretty-prints by default; compact JSON is smaller and faster.
+    stringifyResult: resultCache ? (value) => resultCache.stringify(value) : (value) => JSON.stringify(value),
+    parseOptions: pipeline.parseOptions,
+    validationRules: pipeline.rules,
+    formatError: pipeline.formatError,
+    logger: {
+      debug: (m) => logger.debug(m),
+      info: (m) => logger.info(m),
+      warn: (m) => logger.warn(m),
+      error: (m) => logger.error(m),
+    },
+    // Persisted queries are content-addressed; a day's TTL and the pipeline's bounds keep the store small.
+    persistedQueries: { ttl: 86_400, cache: pipeline.documents },
+    // A parsed document keeps its whole source alive (loc.source) while Apollo's default sizing counts only the
+    // AST, so comment-padded documents could fill memory unseen; the source is counted too.
+    documentStore: new InMemoryLRUCache<DocumentNode>({
+      maxSize: 16 * 2 ** 20,
+      sizeCalculation: (doc) => (doc.loc?.source.body.length ?? 0) + InMemoryLRUCache.sizeCalculation(doc),
+    }),
+    plugins: [
+      protocolPlugin(metrics, pipeline, policies, jit, resultCache),
+      // Its per-field hooks cost more than the execution they watch; the policy comes from the document instead.
+      ApolloServerPluginCacheControlDisabled(),
+      config.isProduction
+        ? ApolloServerPluginLandingPageDisabled()
+        : withGraphiqlLink(ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true })),
+    ],
+  });
+  await apollo.start();
+
+  const contextOf = (req: Request, res: Response): Context =>
+    (res.locals.graphqlContext as Context | undefined) ??
+    pipeline.identify(
+      createContext(services, res.locals.principal, String(req.id), () => req.log),
+      req.ip,
+    );
+  const router = express.Router();
+  router.use(
+    '/',
+    // Without browser sessions no cookie authenticates anything, so there is nothing to forge.
+    ...(session ? [refuseCookieCsrf(session.cookieName, isLandingPageRequest)] : []),
+    refuseForeignOrigins(deps.trustedOrigins),
+    ...graphqlEnvelope({ bodyLimit: '100kb' }),
+    authenticate(auth, graphqlAuthFailure),
+    persistedDocuments(pipeline),
+    ...(resultCache ? [resultCache.middleware(contextOf)] : []),
+    apolloMiddleware(apollo, async ({ req, res }) => contextOf(req, res)),
+  );
+  return { router, stop: () => apollo.stop() };
+}

@@ -1,0 +1,19 @@
+/**
+ * What runs before a transport's own work, on every request that reaches one: the caller (authentication), cookies
+ * and cookie CSRF, JSON bodies, security headers, CORS, and the rate budget every transport spends from. Imports
+ * from http/ only problems/ and observability/.
+ */
+export { authenticate, graphqlAuthFailure, problemAuthFailure, type AuthFailure } from './authenticate.js';
+export { refuseCookieCsrf, refuseForeignOrigins } from './cookieCsrf.js';
+export { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from './cookies.js';
+export { crossOrigin } from './crossOrigin.js';
+export { jsonBodyParser } from './jsonBody.js';
+export {
+  clientKey,
+  createMemoryRateBudget,
+  createRateBudget,
+  rateLimitHeaders,
+  type Charge,
+  type RateBudget,
+} from './rateBudget.js';
+export { securityHeaders } from './securityHeaders.js';

@@ -1,0 +1,40 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Metrics, Tally } from './metrics.js';
+
+/** Bounded label values: a route group, never the raw path with its ids. */
+function routeGroup(path: string): string {
+  const match = /^\/(graphql|v1\/orders|v1|idp|auth|healthz|readyz)(?=[/?]|$)/.exec(path);
+  return match ? `/${match[1]}` : 'other';
+}
+
+export function recordRequests(metrics: Metrics) {
+  // Label children are bound once per label value and kept, so a request costs counter increments only,
+  // not label objects and their lookups (the label values are bounded: route groups, methods, statuses).
+  const durations = new Map<string, { observe(value: number): void }>();
+  const durationOf = (route: string) => {
+    let child = durations.get(route);
+    if (!child) durations.set(route, (child = metrics.httpDuration.child(route)));
+    return child;
+  };
+  // Per route group, method and status: nested maps, so that finding the tally builds no key string.
+  const counts = new Map<string, Map<string, Map<number, Tally>>>();
+  const countOf = (route: string, method: string, status: number) => {
+    let byMethod = counts.get(route);
+    if (!byMethod) counts.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    let tally = byStatus.get(status);
+    if (!tally) byStatus.set(status, (tally = metrics.httpRequests.tally(route, method, String(status))));
+    return tally;
+  };
+  return (req: Request, res: Response, next: NextFunction) => {
+    // originalUrl, because routers rewrite req.path to be relative to where they are mounted.
+    const route = routeGroup(req.originalUrl);
+    const started = performance.now();
+    res.on('finish', () => {
+      durationOf(route).observe((performance.now() - started) / 1000);
+      countOf(route, req.method, res.statusCode).inc();
+    });
+    next();
+  };
+}

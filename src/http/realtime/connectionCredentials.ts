@@ -1,0 +1,55 @@
+import { CloseCode } from 'graphql-ws';
+import { BEARER, type Credential, type Refusal } from '../../auth/credentials.js';
+import { readCookie } from '../middleware/index.js';
+
+const ACCEPTED_PARAMS = 'send { "authorization": "Bearer <token>" } or nothing';
+
+/**
+ * The access token in `connection_init`'s payload: `authorization` (or `Authorization`), "Bearer " optional. A
+ * payload in any other shape (`{ token }`, `{ headers: { Authorization } }`) is refused with the accepted one named,
+ * rather than silently taken for an anonymous connection.
+ */
+function bearerFrom(params: Record<string, unknown> | null | undefined): { token?: string } | { refused: string } {
+  const keys = Object.keys(params ?? {});
+  const unknown = keys.find((key) => key !== 'authorization' && key !== 'Authorization');
+  if (unknown !== undefined) {
+    // A close reason is at most 123 bytes: the key is shown shortened and in ASCII.
+    const shown = unknown.replace(/[^\w.-]/g, '?').slice(0, 24);
+    return { refused: `Bad connectionParams: unknown key "${shown}"; ${ACCEPTED_PARAMS}` };
+  }
+  if (keys.length > 1)
+    return { refused: `Bad connectionParams: both authorization and Authorization; ${ACCEPTED_PARAMS}` };
+  if (!keys.length) return {};
+  const value = params![keys[0]!];
+  if (typeof value !== 'string')
+    return { refused: `Bad connectionParams: authorization is not a string; ${ACCEPTED_PARAMS}` };
+  return { token: value.replace(/^Bearer +/i, '') };
+}
+
+/**
+ * The credential a WebSocket connection presents: the access token of its `connection_init` payload, or else the
+ * browser session cookie of its upgrade request; undefined for none (anonymous), or why the payload is refused.
+ */
+export function connectionCredential(
+  connectionParams: Record<string, unknown> | null | undefined,
+  cookieHeader: string | undefined,
+  sessionCookie: string,
+): Credential | undefined | { refused: string } {
+  const params = bearerFrom(connectionParams);
+  if ('refused' in params) return params;
+  if (params.token !== undefined) return { kind: 'token', token: params.token, presentation: BEARER };
+  const sessionId = readCookie(cookieHeader, sessionCookie);
+  return sessionId === undefined ? undefined : { kind: 'session', id: sessionId };
+}
+
+/** How a refused credential closes the connection: graphql-ws's 4401, with the reason in words. */
+export function closeReasonFor(refusal: Refusal): [code: number, reason: string] {
+  if (refusal.reason === 'session_ended')
+    return [CloseCode.Unauthorized, 'Unauthorized: the session has ended; sign in again'];
+  return [
+    CloseCode.Unauthorized,
+    refusal.reason === 'bound_token'
+      ? 'Unauthorized: DPoP-bound access tokens are not accepted over WebSocket; use a Bearer token'
+      : 'Unauthorized: the access token is not valid',
+  ];
+}

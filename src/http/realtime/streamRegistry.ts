@@ -1,0 +1,227 @@
+import type { IncomingMessage } from 'node:http';
+import type { Request } from 'express';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { sessionKey } from '../../auth/sessions.js';
+import type { StreamLimits } from '../../config.js';
+import type { Principal } from '../../domain/policy.js';
+import { readCookie } from '../middleware/index.js';
+
+/** Revocations reach other replicas over Redis at once; this poll is the truth, with or without Redis. */
+const SESSION_CHECK_MS = 2_000;
+const SESSION_KEY = /^[A-Za-z0-9_-]{43}$/;
+export const SESSION_ENDED = 'The session has ended (signed out, expired or revoked); sign in again.';
+
+/** Ends one stream, saying why. */
+export type Ender = (reason: string) => void;
+/** Gives a slot back; safe to call more than once. */
+export type Release = () => void;
+
+function once(fn: () => void): Release {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+}
+
+function counter() {
+  const counts = new Map<string, number>();
+  return {
+    take(key: string, max: number): Release | null {
+      const n = counts.get(key) ?? 0;
+      if (n >= max) return null;
+      counts.set(key, n + 1);
+      return once(() => {
+        const left = (counts.get(key) ?? 1) - 1;
+        if (left > 0) counts.set(key, left);
+        else counts.delete(key);
+      });
+    },
+  };
+}
+
+/**
+ * The client address of an upgrade request, by Express's `trust proxy` rules for a boolean or a hop count: the
+ * socket's peer, or an X-Forwarded-For entry added by a proxy we trust.
+ */
+export function clientIp(req: IncomingMessage, trustProxy: boolean | number): string {
+  const peer = req.socket.remoteAddress ?? 'unknown';
+  if (trustProxy === false || trustProxy === 0) return peer;
+  const header = req.headers['x-forwarded-for'];
+  const forwarded = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const chain = [peer, ...forwarded.reverse()];
+  return chain[trustProxy === true ? chain.length - 1 : Math.min(trustProxy, chain.length - 1)]!;
+}
+
+/** Restarts on every `idle()`, stops on `busy()`: fires once a socket has held nothing for `ms`. */
+export function idleTimer(ms: number, onIdle: () => void) {
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    idle() {
+      clearTimeout(timer);
+      timer = setTimeout(onIdle, ms);
+      timer.unref();
+    },
+    busy() {
+      // Let go of the cleared timer too: a busy connection holds none.
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
+
+/**
+ * Every open stream of this replica, WebSocket and SSE alike: the per-IP and per-user bounds they share, and the
+ * browser session behind each, so that a session that ends (signed out on any replica, expired, revoked) takes its
+ * streams with it within SESSION_CHECK_MS.
+ */
+export function createStreamRegistry(deps: {
+  limits: StreamLimits;
+  sessions: { liveAmong(keys: readonly string[]): Promise<Set<string>> };
+  /** Names the shared database, so replicas of different deployments never hear each other. */
+  channelPrefix: string;
+  redis?: Redis;
+  logger: Logger;
+  /** Called whenever a bound turns a stream away (per IP, per user, anonymous SSE). */
+  onRefused?: () => void;
+}) {
+  const { limits, logger } = deps;
+  const refused = <T>(slot: T | null): T | null => {
+    if (slot === null) deps.onRefused?.();
+    return slot;
+  };
+  const sockets = counter();
+  const anonymousSse = counter();
+  const users = counter();
+  const bySession = new Map<string, Set<Ender>>();
+  const channel = `${deps.channelPrefix}:session-ended`;
+
+  const endLocal = (key: string) => {
+    const enders = bySession.get(key);
+    if (!enders) return;
+    bySession.delete(key);
+    for (const end of enders) {
+      try {
+        end(SESSION_ENDED);
+      } catch (err) {
+        logger.warn({ err }, 'ending a stream failed');
+      }
+    }
+  };
+
+  let checking = false;
+  const check = async () => {
+    if (checking || !bySession.size) return;
+    checking = true;
+    try {
+      const keys = [...bySession.keys()];
+      const live = await deps.sessions.liveAmong(keys);
+      for (const key of keys) if (!live.has(key)) endLocal(key);
+    } catch (err) {
+      logger.warn({ err }, 'checking the sessions of open streams failed; retrying');
+    } finally {
+      checking = false;
+    }
+  };
+  const poll = setInterval(() => void check(), SESSION_CHECK_MS);
+  poll.unref();
+
+  const subscriber = deps.redis?.duplicate();
+  if (subscriber) {
+    subscriber.on('message', (_channel: string, message: string) => {
+      if (SESSION_KEY.test(message)) endLocal(message);
+    });
+    subscriber.on('error', (err: unknown) => logger.warn({ err }, 'session revocation channel error'));
+    void subscriber.subscribe(channel).catch((err: unknown) => {
+      logger.warn({ err }, 'cannot listen for session revocations; relying on the poll');
+    });
+  }
+
+  return {
+    limits,
+    /** A WebSocket from this address, or null when it already holds WS_MAX_PER_IP. */
+    admitSocket: (ip: string) => refused(sockets.take(ip, limits.wsMaxPerIp)),
+    /** An anonymous SSE stream from this address, or null when it already holds SSE_ANONYMOUS_MAX_PER_IP. */
+    admitAnonymousSse: (ip: string) => refused(anonymousSse.take(ip, limits.sseAnonymousMaxPerIp)),
+    /** One of a user's STREAMS_MAX_PER_USER: a WebSocket subscription or an SSE stream. */
+    takeUserSlot: (subject: string) => refused(users.take(subject, limits.maxPerUser)),
+
+    /** Ties a stream to the session (cookie value) that authenticated it; returns the way to untie it. */
+    bindSession(sessionId: string, end: Ender): Release {
+      const key = sessionKey(sessionId);
+      if (!key) return () => undefined;
+      let enders = bySession.get(key);
+      if (!enders) bySession.set(key, (enders = new Set()));
+      enders.add(end);
+      return once(() => {
+        enders.delete(end);
+        if (!enders.size && bySession.get(key) === enders) bySession.delete(key);
+      });
+    },
+
+    /** This replica revoked the session: its streams here end now, the other replicas' on the message or poll. */
+    sessionRevoked(sessionId: string) {
+      const key = sessionKey(sessionId);
+      if (!key) return;
+      endLocal(key);
+      deps.redis?.publish(channel, key).catch((err: unknown) => {
+        logger.warn({ err }, 'publishing a session revocation failed; replicas notice it by polling');
+      });
+    },
+
+    async close() {
+      clearInterval(poll);
+      await subscriber?.quit().catch(() => undefined);
+    },
+  };
+}
+
+export type StreamRegistry = ReturnType<typeof createStreamRegistry>;
+
+/**
+ * An SSE stream's place: one of its user's slots (or, anonymous, one of its IP's), tied to the session cookie that
+ * authenticated it. Null when the bound is reached.
+ */
+export function holdSseStream(
+  streams: StreamRegistry,
+  req: Request,
+  principal: Principal,
+  cookieName: string,
+  end: Ender,
+): Release | null {
+  const slot =
+    principal.kind === 'user'
+      ? streams.takeUserSlot(principal.subject)
+      : streams.admitAnonymousSse(req.ip ?? req.socket.remoteAddress ?? 'unknown');
+  if (!slot) return null;
+  // A Bearer header wins over the cookie (authenticate.ts), so only a cookie-only request rides on a session.
+  const sessionId =
+    principal.kind === 'user' && req.headers.authorization === undefined
+      ? readCookie(req.headers.cookie, cookieName)
+      : undefined;
+  const unbind = sessionId ? streams.bindSession(sessionId, end) : () => undefined;
+  return once(() => {
+    slot();
+    unbind();
+  });
+}
+
+/** The session store, whose revocations also end the session's streams (here at once, elsewhere soon). */
+export function endingStreamsOnRevoke<S extends { revoke(id: string): Promise<unknown> }>(
+  store: S,
+  streams: StreamRegistry,
+): S {
+  return {
+    ...store,
+    async revoke(id: string) {
+      const revoked = await store.revoke(id);
+      if (revoked) streams.sessionRevoked(id);
+      return revoked;
+    },
+  };
+}

@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { CloseCode, handleProtocols, makeServer, type Context as WsContext } from 'graphql-ws';
+import type { Logger } from 'pino';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Authentication, SessionLookup } from '../../auth/credentials.js';
+import type { Context } from '../../context.js';
+import { ANONYMOUS, type Principal } from '../../domain/policy.js';
+import { isForeignOrigin } from '../middleware/index.js';
+import { clientError } from '../problems/index.js';
+import { closeReasonFor, connectionCredential } from './connectionCredentials.js';
+import { keepAlive } from './keepAlive.js';
+import type { Member, SharedExecution } from './sharedExecution.js';
+import { SocketMember } from './socketMember.js';
+import { clientIp, idleTimer, type Release, type StreamRegistry } from './streamRegistry.js';
+import type { SubscribePath, Subscriber } from './subscribe.js';
+
+const MAX_PAYLOAD_BYTES = 64 * 1024;
+
+/** WebSocket close codes: graphql-ws's own where the protocol has one, RFC 6455's otherwise. */
+const CLOSE = {
+  unauthorized: CloseCode.Unauthorized,
+  sessionEnded: CloseCode.Forbidden,
+  policy: 1008,
+  goingAway: 1001,
+  idle: 1000,
+} as const;
+
+/**
+ * What graphql-ws keeps of a connection for its hooks. The upgrade request is let go once `connection_init` has
+ * been read (its cookie and client address), so a connection does not hold its headers for its lifetime.
+ */
+interface Extra {
+  readonly socket: WebSocket;
+  request?: IncomingMessage;
+}
+
+interface ConnectionState {
+  principal: Principal;
+  /** The client's address, as the rate budget sees it. */
+  ip: string | undefined;
+  requestId: string;
+  log?: Logger;
+  /** Each operation's hold on a slot, by operation id; released once whichever way it ends. */
+  slots: Map<string, Release>;
+  idle: ReturnType<typeof idleTimer>;
+  unbindSession?: Release;
+}
+
+/**
+ * GraphQL subscriptions over WebSocket (the graphql-ws protocol) on /graphql. Credentials come in
+ * `connection_init` (`{ "authorization": "Bearer …" }`) or as the browser session cookie; refused
+ * ones close with 4401. Each connection and each principal hold a bounded number of subscriptions.
+ */
+export function createWebSocketServer(deps: {
+  /** The one subscribe path, shared with the SSE transport. */
+  subscriptions: SubscribePath;
+  sharedExecution: SharedExecution;
+  /** The one authentication; browser sessions' cookie authenticates a handshake too. */
+  auth: Authentication<SessionLookup>;
+  logger: Logger;
+  /** Origins a cookie-bearing handshake may come from. */
+  trustedOrigins: ReadonlySet<string>;
+  /** Open streams of this replica: per-IP and per-user bounds, and the sessions behind them. */
+  streams: StreamRegistry;
+  trustProxy: boolean | number;
+}) {
+  const { subscriptions, auth, logger, streams } = deps;
+  const { limits } = streams;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
+  const states = new WeakMap<object, ConnectionState>();
+  /** The TCP socket under each WebSocket. */
+  const sockets = new WeakMap<WebSocket, Duplex>();
+
+  /** Writes a shared result as a graphql-ws `next` message: only the operation id and the cost are its own. */
+  const memberOf = (socket: WebSocket, state: ConnectionState, id: string, context: Context): Member => {
+    const before = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
+    const envelope = Buffer.from(`${before}${subscriptions.tailOf(context)}}`);
+    const raw = sockets.get(socket);
+    // Without a compression extension ws writes every frame to the TCP socket as it is sent, so a whole frame
+    // written there directly cannot land inside another.
+    const direct = raw && socket.extensions === '' ? raw : undefined;
+    return new SocketMember(socket, direct, state.slots, envelope, Buffer.byteLength(before), deps.sharedExecution);
+  };
+
+  const release = (state: ConnectionState | undefined, id: string) => {
+    if (!state) return;
+    state.slots.get(id)?.();
+    state.slots.delete(id);
+    if (!state.slots.size) state.idle.idle();
+  };
+
+  /** One operation of a connection, as the subscribe path sees it. */
+  const subscriberOf = (ctx: WsContext<Record<string, unknown>, Extra>): Subscriber => {
+    const state = states.get(ctx.extra)!;
+    const socket: WebSocket = ctx.extra.socket;
+    return {
+      principal: state.principal,
+      requestId: state.requestId,
+      // One child logger per connection: its operations share the connection's request id.
+      log: () => (state.log ??= logger.child({ reqId: state.requestId })),
+      ip: state.ip,
+      end: (why, message) => socket.close(why === 'expired' ? CLOSE.unauthorized : CLOSE.policy, message.slice(0, 120)),
+    };
+  };
+
+  const server = makeServer<Record<string, unknown>, Extra>({
+    subscribe: subscriptions.subscribe,
+    connectionInitWaitTimeout: limits.wsInitTimeoutSeconds * 1000,
+    async onConnect(ctx) {
+      const socket: WebSocket = ctx.extra.socket;
+      const request = ctx.extra.request!;
+      delete ctx.extra.request;
+      const credential = connectionCredential(ctx.connectionParams, request.headers.cookie, auth.session.cookieName);
+      if (credential && 'refused' in credential) {
+        socket.close(CloseCode.BadRequest, credential.refused);
+        return false;
+      }
+      const state: ConnectionState = {
+        principal: ANONYMOUS,
+        // Behind a balancer the budget follows the client address the proxy reports, as on HTTP.
+        ip: clientIp(request, deps.trustProxy),
+        requestId: randomUUID(),
+        slots: new Map(),
+        idle: idleTimer(limits.wsIdleTimeoutSeconds * 1000, () => socket.close(CLOSE.idle, 'Idle timeout')),
+      };
+      states.set(ctx.extra, state);
+      state.idle.idle();
+      if (credential === undefined) return true;
+      let caller;
+      try {
+        caller = await auth.callerOf(credential);
+      } catch (error) {
+        const refusal = auth.refusalOf(error);
+        if (credential.kind === 'session') {
+          // The session store's own failure is not a verdict on the session.
+          if (refusal.reason === 'unverifiable') throw refusal.error;
+          // Gone while the session was looked up: onClose has run, so nothing may be bound to it any more.
+          if (socket.readyState !== socket.OPEN) return false;
+        } else if (refusal.reason === 'unverifiable') {
+          logger.error({ err: refusal.error }, 'token verification failed');
+        }
+        socket.close(...closeReasonFor(refusal));
+        return false;
+      }
+      if (credential.kind === 'session') {
+        if (socket.readyState !== socket.OPEN) return false;
+        state.principal = caller;
+        state.unbindSession = streams.bindSession(credential.id, (reason) =>
+          socket.close(CLOSE.sessionEnded, reason.slice(0, 120)),
+        );
+        return true;
+      }
+      state.principal = caller;
+      // graphql-ws keeps the connection parameters for the socket's lifetime; the credential is not needed again.
+      const params = ctx.connectionParams as Record<string, unknown>;
+      delete params.authorization;
+      delete params.Authorization;
+      delete params.token;
+      return true;
+    },
+    async onSubscribe(ctx, id, payload) {
+      const state = states.get(ctx.extra)!;
+      // The slot is taken here, before any await, so a burst of subscribe messages cannot overshoot.
+      const slot =
+        state.slots.size >= limits.wsMaxSubscriptionsPerSocket
+          ? null
+          : state.principal.kind === 'user'
+            ? streams.takeUserSlot(state.principal.subject)
+            : () => undefined;
+      if (!slot) {
+        return [
+          clientError(
+            `At most ${limits.wsMaxSubscriptionsPerSocket} subscriptions per connection and ` +
+              `${limits.maxPerUser} streams (WebSocket subscriptions and SSE streams) per user.`,
+            'TOO_MANY_SUBSCRIPTIONS',
+          ),
+        ];
+      }
+      state.slots.set(id, slot);
+      state.idle.busy();
+      const prepared = await subscriptions.prepare(payload, subscriberOf(ctx), {
+        member: (context) => memberOf(ctx.extra.socket, state, id, context),
+      });
+      if (prepared.ok) return prepared.args;
+      // A refused operation never runs, so its slot is given back now (onError would too; release is idempotent).
+      release(state, id);
+      return prepared.errors;
+    },
+    // graphql-ws reports a refused operation (validation, unknown operation) through onError without onComplete.
+    onComplete: (ctx, id) => release(states.get(ctx.extra), id),
+    onClose(ctx) {
+      const state = states.get(ctx.extra);
+      if (!state) return;
+      state.unbindSession?.();
+      for (const slot of state.slots.values()) slot();
+      state.slots.clear();
+      state.idle.busy();
+    },
+    onNext(ctx, _id, _payload, args, result) {
+      return subscriptions.formatOwn(result, args.contextValue as Context, (error) =>
+        logger.error({ err: error, reqId: states.get(ctx.extra)?.requestId }, 'unexpected GraphQL error'),
+      );
+    },
+    onError(ctx, id, _payload, errors) {
+      release(states.get(ctx.extra), id);
+      return subscriptions.formatErrors(errors);
+    },
+  });
+
+  // graphql-ws's own `useServer` for `ws`, with one keep-alive timer for all connections instead of an interval per
+  // socket, and errors in the JSON log instead of console.error stack traces.
+  wss.options.handleProtocols = handleProtocols;
+  const alive = keepAlive(limits.wsKeepAliveSeconds * 1000, (socket) => socket.terminate());
+  wss.on('error', (err) => logger.error({ err }, 'WebSocket server error'));
+  wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
+    const extra: Extra = { socket, request };
+    // A peer's protocol violation (a frame over maxPayload, bad UTF-8, a bad opcode): ws has already closed the
+    // socket with the code for it (1009, 1007, 1002). The client's fault, so a one-line warning, no stack.
+    socket.on('error', (err: Error & { code?: string }) =>
+      logger.warn({ code: err.code, reqId: states.get(extra)?.requestId }, `WebSocket closed: ${err.message}`),
+    );
+    alive.add(socket);
+    const closed = server.opened(
+      {
+        protocol: socket.protocol,
+        send: (data) =>
+          new Promise<void>((resolve, reject) => {
+            if (socket.readyState !== socket.OPEN) return resolve();
+            socket.send(data, (err) => (err ? reject(err) : resolve()));
+          }),
+        close: (code, reason) => socket.close(code, reason),
+        onMessage: (cb) =>
+          socket.on('message', (data: Buffer) => {
+            cb(String(data)).catch((err: unknown) => {
+              logger.error({ err, reqId: states.get(extra)?.requestId }, 'WebSocket message handling failed');
+              socket.close(CloseCode.InternalServerError, 'Internal server error');
+            });
+          }),
+      },
+      extra,
+    );
+    socket.once('close', (code: number, reason: Buffer) => {
+      alive.delete(socket);
+      closed(code, String(reason)).catch((err: unknown) =>
+        logger.error({ err, reqId: states.get(extra)?.requestId }, 'closing a WebSocket connection failed'),
+      );
+    });
+  });
+
+  return {
+    /** For the HTTP server's `upgrade` event. */
+    handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
+      // Cross-site WebSocket hijacking: browsers attach cookies to any site's handshake, but say whose page asks.
+      if (req.headers.cookie && isForeignOrigin(req.headers.origin, deps.trustedOrigins)) {
+        socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      const admitted = streams.admitSocket(clientIp(req, deps.trustProxy));
+      if (!admitted) {
+        socket.end('HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      socket.once('close', admitted);
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        sockets.set(ws, socket);
+        wss.emit('connection', ws, req);
+      });
+    },
+    /** Shutdown: every client is told the server is going away (1001). */
+    async close() {
+      alive.stop();
+      for (const client of wss.clients) client.close(CLOSE.goingAway, 'Server shutting down');
+      wss.removeAllListeners();
+      await new Promise<void>((resolve, reject) => wss.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
+}
