@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, test } from '@jest/globals';
 import { ERROR_CODES } from '../../src/domain/errors.js';
-import { PROBLEM_TYPES } from '../../src/http/problems.js';
 import { documentationFiles } from '../../scripts/readme/files.js';
-import { ERRORS_PAGE, errorTable, generatedFiles } from '../../scripts/readme/generated.js';
+import { ERRORS_PAGE, PROBLEM_TYPES, errorTable, generatedFiles } from '../../scripts/readme/generated.js';
 
 const ROOT = process.cwd();
 

@@ -4,6 +4,9 @@ import { format, resolveConfig } from 'prettier';
 import { PROBLEM_TYPES, problemTypeUri, type ApiErrorCode } from '../../src/http/problems.js';
 import { documentationFiles } from './files.js';
 
+/** The catalogue, for the tests: the one place the documentation imports it from (it moves with src/http). */
+export { PROBLEM_TYPES };
+
 /**
  * The documentation written from its sources rather than by hand:
  * - docs/errors.md, the whole file, from the one error catalogue (`PROBLEM_TYPES`, over src/domain/errors.ts);
