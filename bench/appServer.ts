@@ -5,7 +5,7 @@
  * By default it runs with NODE_ENV=development, because production requires an external OIDC issuer
  * and this instance's embedded IdP is what the bench signs in with. Given BENCH_OIDC_ISSUER (the
  * first instance's `/idp`), it runs as production does instead: a second replica that trusts that
- * issuer, with no embedded IdP of its own (see README "Identity").
+ * issuer, with no embedded IdP of its own (see docs/auth.md).
  */
 import { pino } from 'pino';
 import type * as ConfigModule from '../src/config.js';

@@ -1,20 +1,17 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { format, resolveConfig } from 'prettier';
-import { renderReadme } from './readme/generated.js';
+import { generatedFiles } from './readme/generated.js';
 
-// npm run docs [-- --check]: rewrites README.md's generated regions (error table, client recipes); --check only
-// reports whether README.md is up to date, exiting 1 when it is not.
+// npm run docs [-- --check]: writes the generated documentation — docs/errors.md from the error catalogue, and the
+// client recipes' regions in README.md and docs/*.md from examples/. --check only reports which files are out of
+// date, exiting 1 when any is.
 const { values } = parseArgs({ options: { check: { type: 'boolean', default: false } } });
-const current = readFileSync('README.md', 'utf8');
-const options = { ...(await resolveConfig('README.md')), filepath: 'README.md' };
-const next = await format(renderReadme(current, process.cwd()), options);
-if (values.check) {
-  if (next !== current) {
-    console.error('README.md is out of date with the error catalogue or examples/: run npm run docs');
-    process.exitCode = 1;
+const stale = (await generatedFiles(process.cwd())).filter(({ current, expected }) => current !== expected);
+for (const { file, expected } of stale) {
+  if (values.check) console.error(`${file} is out of date with the error catalogue or examples/: run npm run docs`);
+  else {
+    writeFileSync(file, expected);
+    console.error(`${file} updated`);
   }
-} else if (next !== current) {
-  writeFileSync('README.md', next);
-  console.error('README.md updated');
 }
+if (values.check && stale.length) process.exitCode = 1;

@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ApolloClient, HttpLink, InMemoryCache, gql } from '@apollo/client';
 import type { NormalizedCacheObject } from '@apollo/client';
 import { createPersistedQueryLink } from '@apollo/client/link/persisted-queries';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import { documentationFiles } from '../../scripts/readme/files.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-/** The README's recipe, verbatim: a hex SHA-256 from Web Crypto. */
+/** docs/graphql.md's recipe, verbatim: a hex SHA-256 from Web Crypto. */
 async function sha256(text: string): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
@@ -52,11 +55,14 @@ function readmeClient(uri: string, token?: string) {
 }
 
 /**
- * Every GraphQL document the README shows: the JSON bodies and GET URLs of its curl examples and the `gql`
- * templates of its Apollo Client section, so the test runs what a reader copies.
+ * Every GraphQL document the documentation (README.md and docs/*.md) shows: the JSON bodies and GET URLs of its curl
+ * examples and the `gql` templates of its Apollo Client section, so the test runs what a reader copies.
  */
 function readmeDocuments(): string[] {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const readme = documentationFiles(root)
+    .map((file) => readFileSync(path.join(root, file), 'utf8'))
+    .join('\n');
   const fromBodies = [...readme.matchAll(/"query":"((?:[^"\\]|\\.)*)"/g)].map((m) => JSON.parse(`"${m[1]}"`) as string);
   const fromUrls = [...readme.matchAll(/\/graphql\?query=([^'\s&]+)/g)].map((m) => decodeURIComponent(m[1]!));
   const fromGql = [...readme.matchAll(/gql`([^`]*)`/g)].map((m) => m[1]!);

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { memoryAttemptCounters, redisAttemptCounters, type AttemptCounters } from '../../store/attemptCounters.js';
 import { withTimeout } from '../../store/redis.js';
 
-/** The README states these numbers. Per address they are higher: many people may share one (an office NAT). */
+/** docs/auth.md states these numbers. Per address they are higher: many people may share one (an office NAT). */
 export const SIGNIN_LIMITS = {
   user: { delayAfter: 5, lockAfter: 10 },
   ip: { delayAfter: 20, lockAfter: 50 },

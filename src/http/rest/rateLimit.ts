@@ -2,7 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { clientKey, rateLimitHeaders, type RateBudget } from '../middleware/index.js';
 import { sendProblem } from '../problems/index.js';
 
-/** Points a REST request spends from the client's budget, by method; the README states the same table. */
+/** Points a REST request spends from the client's budget, by method; docs/rest.md states the same table. */
 export const REST_PRICES: Readonly<Record<string, number>> = {
   GET: 1,
   HEAD: 1,
