@@ -225,122 +225,61 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
     await problem(call('GET', '/orders', { token: aliceNoScope }), 403, 'INSUFFICIENT_SCOPE');
   });
 
-  test('PATCH refusals: 428 without If-Match, 412 stale or weak, 400 malformed, 415, 422, 409, 403, 404, 406, 413', async () => {
-    const path = `/orders/${order.id}`;
-    const body = { status: 'cancelled' };
-    await problem(call('PATCH', path, { token: alice, body }), 428, 'PRECONDITION_REQUIRED');
-    const stale = `"${order.id}.v9"`;
-    await problem(
-      call('PATCH', path, { token: alice, body, headers: { 'if-match': stale } }),
-      412,
-      'PRECONDITION_FAILED',
-    );
-    await problem(
-      call('PATCH', path, { token: alice, body, headers: { 'if-match': `W/${etag}` } }),
-      412,
-      'PRECONDITION_FAILED',
-    );
-    await problem(
-      call('PATCH', path, { token: alice, body, headers: { 'if-match': 'nope' } }),
-      400,
-      'MALFORMED_REQUEST',
-    );
-    const wrongType = await problem(
-      call('PATCH', path, {
-        token: alice,
-        raw: JSON.stringify(body),
-        headers: { 'if-match': etag, 'content-type': 'text/plain' },
-      }),
-      415,
-      'UNSUPPORTED_MEDIA_TYPE',
-    );
-    assert.equal(wrongType.headers.get('accept-patch'), 'application/merge-patch+json, application/json');
-    await problem(
-      call('PATCH', path, { token: alice, body: { status: 'lost' }, headers: { 'if-match': etag } }),
-      422,
-      'BAD_USER_INPUT',
-    );
-    await problem(
-      call('PATCH', path, { token: carol, body: { status: 'delivered' }, headers: { 'if-match': etag } }),
-      409,
-      'INVALID_TRANSITION',
-    );
-    await problem(
-      call('PATCH', path, { token: alice, body: { status: 'paid' }, headers: { 'if-match': etag } }),
-      403,
-      'FORBIDDEN',
-    );
-    await problem(
-      call('PATCH', path, { token: aliceReads, body, headers: { 'if-match': etag } }),
-      403,
-      'INSUFFICIENT_SCOPE',
-    );
-    await problem(call('PATCH', path, { token: bob, body, headers: { 'if-match': etag } }), 404, 'NOT_FOUND');
-    await problem(
-      call('PATCH', path, { token: alice, body, headers: { 'if-match': etag, accept: 'image/png' } }),
-      406,
-      'NOT_ACCEPTABLE',
-    );
-    const large = JSON.stringify({ status: 'cancelled', pad: 'x'.repeat(70_000) });
-    await problem(
-      call('PATCH', path, { token: alice, raw: large, headers: { 'if-match': etag } }),
-      413,
-      'PAYLOAD_TOO_LARGE',
-    );
-  });
+  /** PATCH and PUT: the body each sends, one that is invalid, and the header a 415 names the media types in. */
+  const CONDITIONAL_WRITES = [
+    {
+      method: 'PATCH',
+      body: { status: 'cancelled' },
+      invalid: { status: 'lost' },
+      accepts: ['accept-patch', 'application/merge-patch+json, application/json'],
+    },
+    {
+      method: 'PUT',
+      body: { items: [{ sku: 'KB-001', qty: 3 }] },
+      invalid: { items: [] },
+      accepts: ['accept', 'application/json'],
+    },
+  ] as const;
 
-  test('PUT refusals (428, 412, 400, 415, 422, 413, 406, 403, 404); PUT and PATCH with If-Match (200); PUT on a cancelled order 409', async () => {
+  for (const { method, body, invalid, accepts } of CONDITIONAL_WRITES) {
+    test(`${method} refusals: 428 without If-Match, 412 stale or weak, 400 malformed, 415, 422, 413, 406, 403, 404`, async () => {
+      const path = `/orders/${order.id}`;
+      const at = (ifMatch: string, more: RestOptions = {}): RestOptions => ({
+        token: alice,
+        body,
+        ...more,
+        headers: { 'if-match': ifMatch, ...more.headers },
+      });
+      await problem(call(method, path, { token: alice, body }), 428, 'PRECONDITION_REQUIRED');
+      for (const stale of [`"${order.id}.v9"`, `W/${etag}`]) {
+        await problem(call(method, path, at(stale)), 412, 'PRECONDITION_FAILED');
+      }
+      await problem(call(method, path, at('"x')), 400, 'MALFORMED_REQUEST');
+      const text = { raw: JSON.stringify(body), headers: { 'content-type': 'text/plain' } };
+      const wrongType = await problem(call(method, path, at(etag, text)), 415, 'UNSUPPORTED_MEDIA_TYPE');
+      assert.equal(wrongType.headers.get(accepts[0]), accepts[1]);
+      await problem(call(method, path, at(etag, { body: invalid })), 422, 'BAD_USER_INPUT');
+      const large = JSON.stringify({ ...body, pad: 'x'.repeat(70_000) });
+      await problem(call(method, path, at(etag, { raw: large })), 413, 'PAYLOAD_TOO_LARGE');
+      await problem(call(method, path, at(etag, { headers: { accept: 'image/png' } })), 406, 'NOT_ACCEPTABLE');
+      await problem(call(method, path, at(etag, { token: aliceReads })), 403, 'INSUFFICIENT_SCOPE');
+      await problem(call(method, path, at(etag, { token: bob })), 404, 'NOT_FOUND');
+    });
+  }
+
+  test('PATCH follows the lifecycle (409) and the roles (403); PUT and PATCH with If-Match are 200; PUT then 409', async () => {
     const path = `/orders/${order.id}`;
+    const patch = (token: string, status: string) =>
+      call('PATCH', path, { token, body: { status }, headers: { 'if-match': etag } });
+    await problem(patch(carol, 'delivered'), 409, 'INVALID_TRANSITION');
+    await problem(patch(alice, 'paid'), 403, 'FORBIDDEN');
+
     const body = { items: [{ sku: 'KB-001', qty: 3 }] };
-    await problem(call('PUT', path, { token: alice, body }), 428, 'PRECONDITION_REQUIRED');
-    await problem(
-      call('PUT', path, { token: alice, body, headers: { 'if-match': `"${order.id}.v9"` } }),
-      412,
-      'PRECONDITION_FAILED',
-    );
-    await problem(call('PUT', path, { token: alice, body, headers: { 'if-match': '"x' } }), 400, 'MALFORMED_REQUEST');
-    const wrongType = await problem(
-      call('PUT', path, {
-        token: alice,
-        raw: JSON.stringify(body),
-        headers: { 'if-match': etag, 'content-type': 'text/plain' },
-      }),
-      415,
-      'UNSUPPORTED_MEDIA_TYPE',
-    );
-    assert.equal(wrongType.headers.get('accept'), 'application/json');
-    await problem(
-      call('PUT', path, { token: alice, body: { items: [] }, headers: { 'if-match': etag } }),
-      422,
-      'BAD_USER_INPUT',
-    );
-    const large = JSON.stringify({ items: ITEMS, pad: 'x'.repeat(70_000) });
-    await problem(
-      call('PUT', path, { token: alice, raw: large, headers: { 'if-match': etag } }),
-      413,
-      'PAYLOAD_TOO_LARGE',
-    );
-    await problem(
-      call('PUT', path, { token: alice, body, headers: { 'if-match': etag, accept: 'text/xml' } }),
-      406,
-      'NOT_ACCEPTABLE',
-    );
-    await problem(
-      call('PUT', path, { token: aliceReads, body, headers: { 'if-match': etag } }),
-      403,
-      'INSUFFICIENT_SCOPE',
-    );
-    await problem(call('PUT', path, { token: bob, body, headers: { 'if-match': etag } }), 404, 'NOT_FOUND');
-
     const replaced = await call('PUT', path, { token: alice, body, headers: { 'if-match': etag } });
     assert.equal(replaced.status, 200, replaced.text);
     assert.equal(replaced.json<OrderBody>().total_cents, 3 * 8900);
     etag = replaced.headers.get('etag')!;
-    const cancelled = await call('PATCH', path, {
-      token: alice,
-      body: { status: 'cancelled' },
-      headers: { 'if-match': etag },
-    });
+    const cancelled = await patch(alice, 'cancelled');
     assert.equal(cancelled.status, 200, cancelled.text);
     assert.equal(cancelled.json<OrderBody>().status, 'cancelled');
     etag = cancelled.headers.get('etag')!;
