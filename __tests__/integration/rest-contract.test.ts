@@ -75,6 +75,16 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
 
   let order: OrderBody;
   let etag: string;
+  /** One well-formed request of each operation on the scenario's order, without credentials. */
+  const everyOperation = (): [string, string, RestOptions][] => [
+    ['GET', '/orders', {}],
+    ['POST', '/orders', { body: { items: ITEMS }, headers: keyed() }],
+    ['GET', `/orders/${order.id}`, {}],
+    ['HEAD', `/orders/${order.id}`, {}],
+    ['PATCH', `/orders/${order.id}`, { body: { status: 'cancelled' }, headers: { 'if-match': etag } }],
+    ['PUT', `/orders/${order.id}`, { body: { items: ITEMS }, headers: { 'if-match': etag } }],
+    ['DELETE', `/orders/${order.id}`, {}],
+  ];
 
   test('POST creates (201, Location, ETag); the same key and body replay it; another body under it is 422', async () => {
     const key = randomUUID();
@@ -175,16 +185,7 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
   });
 
   test('credentials: none is 401 after the budget is charged; a bad token is 401 before it, on every operation', async () => {
-    const operations: [string, string, RestOptions][] = [
-      ['GET', '/orders', {}],
-      ['POST', '/orders', { body: { items: ITEMS }, headers: keyed() }],
-      ['GET', `/orders/${order.id}`, {}],
-      ['HEAD', `/orders/${order.id}`, {}],
-      ['PATCH', `/orders/${order.id}`, { body: { status: 'cancelled' }, headers: { 'if-match': etag } }],
-      ['PUT', `/orders/${order.id}`, { body: { items: ITEMS }, headers: { 'if-match': etag } }],
-      ['DELETE', `/orders/${order.id}`, {}],
-    ];
-    for (const [method, path, opts] of operations) {
+    for (const [method, path, opts] of everyOperation()) {
       const anonymous = await problem(call(method, path, opts), 401, 'UNAUTHENTICATED');
       assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="orders-api"');
       assert.match(anonymous.headers.get('ratelimit')!, /^"orders";r=\d+;t=\d+$/);
@@ -327,16 +328,7 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
       Array.from({ length: (left % WRITE_PRICE) + 1 }, () => call('GET', '/orders?limit=1', { token: bob })),
     );
     assert.deepEqual(reads.map((r) => r.status).sort(), [...Array(left % WRITE_PRICE).fill(200), 429]);
-    const operations: [string, string, RestOptions][] = [
-      ['GET', '/orders', {}],
-      ['POST', '/orders', { body: { items: ITEMS }, headers: keyed() }],
-      ['GET', `/orders/${order.id}`, {}],
-      ['HEAD', `/orders/${order.id}`, {}],
-      ['PATCH', `/orders/${order.id}`, { body: { status: 'cancelled' }, headers: { 'if-match': etag } }],
-      ['PUT', `/orders/${order.id}`, { body: { items: ITEMS }, headers: { 'if-match': etag } }],
-      ['DELETE', `/orders/${order.id}`, {}],
-    ];
-    for (const [method, path, opts] of operations) {
+    for (const [method, path, opts] of everyOperation()) {
       const limited = await problem(call(method, path, { ...opts, token: bob }), 429, 'RATE_LIMITED');
       assert.match(limited.headers.get('retry-after')!, /^\d+$/);
       assert.match(limited.headers.get('ratelimit')!, /^"orders";r=0;t=\d+$/);
