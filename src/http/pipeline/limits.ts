@@ -114,7 +114,8 @@ function directiveLimitError(document: DocumentNode, rules: DirectiveRules): Gra
 
 /**
  * Depth, aliases, directives, mutation fields and introspection's nesting, for every operation of a
- * document; with the schema's `directives`, also the unknown and repeated directives (MAX_INVALID_DIRECTIVES). Each fragment is measured once and cached, so a chain of fragments that each spread the
+ * document; given the schema's `directives`, also the unknown and repeated ones (MAX_INVALID_DIRECTIVES).
+ * Each fragment is measured once and cached, so a chain of fragments that each spread the
  * next twice costs linear time rather than doubling per level (what made the old depth limit freeze
  * the event loop). A plain walk of the syntax tree, without graphql's validation machinery, so that
  * transports can refuse a hostile document before paying for the full validation.
