@@ -48,6 +48,7 @@ export interface components {
     schemas: {
         NewOrderLine: {
             sku: string;
+            /** Format: int32 */
             qty: number;
         };
         NewOrder: {
@@ -66,8 +67,11 @@ export interface components {
         };
         OrderItem: {
             sku: string;
+            /** Format: int32 */
             qty: number;
+            /** Format: int32 */
             unit_price_cents: number;
+            /** Format: int32 */
             line_total_cents: number;
         };
         Order: {
@@ -75,6 +79,7 @@ export interface components {
             customer_id: string;
             status: components["schemas"]["Status"];
             items: components["schemas"]["OrderItem"][];
+            /** Format: int32 */
             total_cents: number;
             /** Format: date-time */
             created_at: string;
@@ -89,6 +94,7 @@ export interface components {
             /** Format: uri-reference */
             type: string;
             title: string;
+            /** Format: int32 */
             status: number;
             detail: string;
             /** Format: uri-reference */
@@ -113,13 +119,25 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+        RequestId: string;
         /** @description Strong validator; changes with every write. */
         ETag: string;
         CacheControl: string;
+        /** @description The answer depends on the caller: shared caches must key it by Authorization. */
+        Vary: string;
+        /** @description The new order. */
+        Location: string;
+        /** @description Present when this is the replay of the first response to the Idempotency-Key. */
+        IdempotentReplayed: "true";
         /** @description rel="next" when more orders follow. */
         Link: string;
+        /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
         WWWAuthenticate: string;
         AcceptPatch: "application/merge-patch+json, application/json";
+        AcceptPost: "application/json";
+        /** @description The media type the body must be sent as. */
+        Accept: "application/json";
         RetryAfter: string;
         /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
         RateLimit: string;
@@ -147,8 +165,12 @@ export interface operations {
             /** @description One page of orders. */
             200: {
                 headers: {
-                    Link: components["headers"]["Link"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -158,6 +180,13 @@ export interface operations {
             /** @description Malformed request (MALFORMED_REQUEST). */
             400: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -167,7 +196,13 @@ export interface operations {
             /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -177,6 +212,25 @@ export interface operations {
             /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -186,7 +240,9 @@ export interface operations {
             /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
@@ -198,6 +254,12 @@ export interface operations {
             /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -207,6 +269,14 @@ export interface operations {
             /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -234,9 +304,13 @@ export interface operations {
             /** @description Created (or, with `Idempotent-Replayed: true`, the replay of the first response to this key). */
             201: {
                 headers: {
-                    Location: string;
+                    Location: components["headers"]["Location"];
                     ETag: components["headers"]["ETag"];
-                    "Idempotent-Replayed"?: "true";
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -246,6 +320,13 @@ export interface operations {
             /** @description Malformed request (MALFORMED_REQUEST). Idempotency-Key required (IDEMPOTENCY_KEY_REQUIRED). */
             400: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -255,7 +336,13 @@ export interface operations {
             /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -265,6 +352,12 @@ export interface operations {
             /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -274,6 +367,23 @@ export interface operations {
             /** @description Not found (NOT_FOUND). */
             404: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -283,7 +393,11 @@ export interface operations {
             /** @description Idempotency-Key in use (IDEMPOTENCY_KEY_IN_USE). */
             409: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -293,6 +407,10 @@ export interface operations {
             /** @description Request body too large (PAYLOAD_TOO_LARGE). */
             413: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -302,6 +420,11 @@ export interface operations {
             /** @description Unsupported media type (UNSUPPORTED_MEDIA_TYPE). */
             415: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Accept-Post": components["headers"]["AcceptPost"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -311,6 +434,10 @@ export interface operations {
             /** @description Invalid input (BAD_USER_INPUT). Idempotency-Key reused (IDEMPOTENCY_KEY_REUSED). */
             422: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -320,7 +447,9 @@ export interface operations {
             /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
@@ -332,6 +461,12 @@ export interface operations {
             /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -341,6 +476,14 @@ export interface operations {
             /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -367,6 +510,10 @@ export interface operations {
                 headers: {
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -377,14 +524,41 @@ export interface operations {
             304: {
                 headers: {
                     ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
+            /** @description Malformed request (MALFORMED_REQUEST). */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -394,6 +568,12 @@ export interface operations {
             /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -403,6 +583,23 @@ export interface operations {
             /** @description Not found (NOT_FOUND). */
             404: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -412,7 +609,9 @@ export interface operations {
             /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
@@ -424,6 +623,12 @@ export interface operations {
             /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -433,6 +638,14 @@ export interface operations {
             /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -463,6 +676,10 @@ export interface operations {
                 headers: {
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -472,6 +689,13 @@ export interface operations {
             /** @description Malformed request (MALFORMED_REQUEST). */
             400: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -481,7 +705,13 @@ export interface operations {
             /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -491,6 +721,12 @@ export interface operations {
             /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -500,6 +736,23 @@ export interface operations {
             /** @description Not found (NOT_FOUND). */
             404: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -509,6 +762,10 @@ export interface operations {
             /** @description Order not editable (NOT_EDITABLE). */
             409: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -518,6 +775,10 @@ export interface operations {
             /** @description Precondition failed (PRECONDITION_FAILED). */
             412: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -527,6 +788,10 @@ export interface operations {
             /** @description Request body too large (PAYLOAD_TOO_LARGE). */
             413: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -536,6 +801,11 @@ export interface operations {
             /** @description Unsupported media type (UNSUPPORTED_MEDIA_TYPE). */
             415: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    Accept: components["headers"]["Accept"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -545,6 +815,10 @@ export interface operations {
             /** @description Invalid input (BAD_USER_INPUT). */
             422: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -554,6 +828,10 @@ export interface operations {
             /** @description Precondition required (PRECONDITION_REQUIRED). */
             428: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -563,7 +841,9 @@ export interface operations {
             /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
@@ -575,6 +855,12 @@ export interface operations {
             /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -584,6 +870,14 @@ export interface operations {
             /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -608,6 +902,10 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -615,6 +913,13 @@ export interface operations {
             /** @description Malformed request (MALFORMED_REQUEST). */
             400: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -624,7 +929,13 @@ export interface operations {
             /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -634,6 +945,12 @@ export interface operations {
             /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -643,6 +960,10 @@ export interface operations {
             /** @description Not found (NOT_FOUND). */
             404: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -652,6 +973,10 @@ export interface operations {
             /** @description Precondition failed (PRECONDITION_FAILED). */
             412: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -661,7 +986,9 @@ export interface operations {
             /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
@@ -673,6 +1000,12 @@ export interface operations {
             /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -682,6 +1015,14 @@ export interface operations {
             /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -703,63 +1044,152 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The order exists. */
+            /** @description The order exists. HEAD sends the headers of this answer without its body. */
             200: {
                 headers: {
                     ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Order"];
+                };
             };
             /** @description Not modified. */
             304: {
                 headers: {
                     ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Authentication required (UNAUTHENTICATED). */
+            /** @description Malformed request (MALFORMED_REQUEST). HEAD sends the headers of this answer without its body. */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required (UNAUTHENTICATED). HEAD sends the headers of this answer without its body. */
             401: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
-            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). HEAD sends the headers of this answer without its body. */
             403: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
-            /** @description Not found (NOT_FOUND). */
+            /** @description Not found (NOT_FOUND). HEAD sends the headers of this answer without its body. */
             404: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
-            /** @description Rate limit exceeded (RATE_LIMITED). */
+            /** @description Not acceptable (NOT_ACCEPTABLE). HEAD sends the headers of this answer without its body. */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMITED). HEAD sends the headers of this answer without its body. */
             429: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
-            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). HEAD sends the headers of this answer without its body. */
             500: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
-            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). HEAD sends the headers of this answer without its body. */
             503: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -786,6 +1216,10 @@ export interface operations {
                 headers: {
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -795,6 +1229,13 @@ export interface operations {
             /** @description Malformed request (MALFORMED_REQUEST). */
             400: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -804,7 +1245,13 @@ export interface operations {
             /** @description Authentication required (UNAUTHENTICATED). */
             401: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -814,6 +1261,12 @@ export interface operations {
             /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
             403: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -823,6 +1276,23 @@ export interface operations {
             /** @description Not found (NOT_FOUND). */
             404: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -832,6 +1302,10 @@ export interface operations {
             /** @description Invalid status transition (INVALID_TRANSITION). */
             409: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -841,6 +1315,10 @@ export interface operations {
             /** @description Precondition failed (PRECONDITION_FAILED). */
             412: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -850,6 +1328,10 @@ export interface operations {
             /** @description Request body too large (PAYLOAD_TOO_LARGE). */
             413: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -859,7 +1341,11 @@ export interface operations {
             /** @description Unsupported media type (UNSUPPORTED_MEDIA_TYPE). */
             415: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Accept-Patch": components["headers"]["AcceptPatch"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -869,6 +1355,10 @@ export interface operations {
             /** @description Invalid input (BAD_USER_INPUT). */
             422: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -878,6 +1368,10 @@ export interface operations {
             /** @description Precondition required (PRECONDITION_REQUIRED). */
             428: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -887,7 +1381,9 @@ export interface operations {
             /** @description Rate limit exceeded (RATE_LIMITED). */
             429: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
@@ -899,6 +1395,12 @@ export interface operations {
             /** @description Internal server error (INTERNAL_SERVER_ERROR). */
             500: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -908,6 +1410,14 @@ export interface operations {
             /** @description Service unavailable (SERVICE_UNAVAILABLE). */
             503: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import * as addFormatsModule from 'ajv-formats';
 import { openapiDocument } from '../../src/http/rest/openapi.js';
 import { headersOf, http, textOf, type Method } from './http.js';
@@ -7,7 +7,36 @@ import { headersOf, http, textOf, type Method } from './http.js';
 // ajv-formats is CommonJS; under ESM the plugin function arrives as the default export.
 const addFormats = (addFormatsModule as unknown as { default: (ajv: Ajv2020) => void }).default;
 
-type Doc = typeof openapiDocument;
+/**
+ * Response headers an OpenAPI document does not describe, and why. Every other header an answer carries must be
+ * declared for its status, or the answer fails the check.
+ */
+const NOT_THE_CONTRACTS = new Set([
+  // Message framing and the connection (RFC 9112), set by Node for every answer of every server.
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'content-length',
+  'date',
+  // Described by the response's `content` map instead (OpenAPI 3.1 §4.8.17.1: a Content-Type header is ignored),
+  // and checked against it below.
+  'content-type',
+  // The origin's security headers, the same on every answer of the site (docs/operations.md#security-headers).
+  'content-security-policy',
+  'cross-origin-opener-policy',
+  'cross-origin-resource-policy',
+  'origin-agent-cluster',
+  'referrer-policy',
+  'strict-transport-security',
+  'x-content-type-options',
+  'x-dns-prefetch-control',
+  'x-download-options',
+  'x-frame-options',
+  'x-permitted-cross-domain-policies',
+  'x-xss-protection',
+]);
+
+type Json = Record<string, unknown>;
 interface HeaderSpec {
   required?: boolean;
   schema?: object;
@@ -17,95 +46,136 @@ interface ResponseSpec {
   content?: Record<string, unknown>;
 }
 
-const DOC_ID = 'https://orders.api/openapi.json';
-const ajv = new Ajv2020({ strict: false, allErrors: true });
-addFormats(ajv);
-ajv.addSchema({ ...(openapiDocument as object), $id: DOC_ID });
-
 const escape = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+const METHODS = ['get', 'head', 'post', 'put', 'patch', 'delete', 'options', 'trace'];
 
-function resolve<T>(node: T | { $ref: string }): T {
-  if (node && typeof node === 'object' && '$ref' in node) {
-    let value: unknown = openapiDocument;
-    for (const part of node.$ref.replace(/^#\//, '').split('/')) value = (value as Record<string, unknown>)[part];
-    return value as T;
-  }
-  return node as T;
+export interface ResponseValidator {
+  /** Asserts that an answer is one the document describes: its status, every header and its body. */
+  check(method: string, url: string, res: { status: number; headers: Headers }, bodyText: string): void;
+  /** Each documented response received so far, as `METHOD /template STATUS`. */
+  seen(): ReadonlySet<string>;
+  /** Each response the document describes, as `METHOD /template STATUS`. */
+  documented(): readonly string[];
 }
 
-/** The documented path template for a concrete request path under /v1. */
-function templateFor(path: string): string | undefined {
-  return Object.keys(openapiDocument.paths).find((tpl) =>
-    new RegExp(`^${tpl.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(path),
+/**
+ * A response validator for an OpenAPI 3.1 document: Ajv in the document's own JSON Schema dialect (2020-12), with the
+ * whole document as one schema so that every `$ref` resolves as the document means it. What OpenAPI adds around the
+ * schemas — which operation a URL and method name, which response a status picks, which headers it declares and
+ * whether they are required, which media types its body may have — is read here. Nothing is specific to a resource:
+ * any path the document adds is checked the same way.
+ */
+export function responseValidator(document: Json): ResponseValidator {
+  const id = `https://contract.test/${Math.random().toString(36).slice(2)}/openapi.json`;
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema({ ...document, $id: id });
+  const compiled = new Map<string, ValidateFunction>();
+  const schemaAt = (pointer: string[]) => {
+    const key = pointer.map(escape).join('/');
+    let validate = compiled.get(key);
+    if (!validate) {
+      validate = ajv.getSchema(`${id}#/${key}`);
+      assert.ok(validate, `no schema at #/${key}`);
+      compiled.set(key, validate);
+    }
+    return validate;
+  };
+  const pointerOf = (ref: string) =>
+    ref
+      .replace(/^#\//, '')
+      .split('/')
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const at = (pointer: string[]) => pointer.reduce<unknown>((node, key) => (node as Json | undefined)?.[key], document);
+  /** A node and where it really is: a `$ref` is followed to its target. */
+  const follow = (pointer: string[]): { node: Json; pointer: string[] } => {
+    const node = at(pointer) as Json;
+    return typeof node?.$ref === 'string' ? follow(pointerOf(node.$ref)) : { node, pointer };
+  };
+
+  const paths = document.paths as Record<string, Json>;
+  const basePath = new URL(
+    ((document.servers as { url: string }[] | undefined)?.[0]?.url ?? '/').replace(/\/$/, ''),
+    'http://x',
+  ).pathname.replace(/\/$/, '');
+  // A literal segment wins over a template (`/orders/export` before `/orders/{id}`).
+  const templates = Object.keys(paths)
+    .sort((a, b) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0))
+    .map((template) => ({ template, pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`) }));
+
+  const seen = new Set<string>();
+  const documented = Object.entries(paths).flatMap(([template, item]) =>
+    METHODS.filter((m) => item[m]).flatMap((m) =>
+      Object.keys((item[m] as { responses: Json }).responses).map(
+        (status) => `${m.toUpperCase()} ${template} ${status}`,
+      ),
+    ),
   );
+
+  function check(method: string, url: string, res: { status: number; headers: Headers }, bodyText: string) {
+    const pathname = new URL(url).pathname;
+    assert.ok(pathname.startsWith(`${basePath}/`), `${pathname} is not under ${basePath}`);
+    const path = pathname.slice(basePath.length);
+    const template = templates.find((t) => t.pattern.test(path))?.template;
+    assert.ok(template, `${path} is not in the OpenAPI document`);
+    const item = paths[template]!;
+    const verb = method.toLowerCase();
+    const where = `${method} ${template} → ${res.status}`;
+    if (!item[verb]) {
+      // An undocumented method is refused, naming exactly the documented ones; OPTIONS names them with 204.
+      const allowed = METHODS.filter((m) => item[m]).map((m) => m.toUpperCase());
+      // HEAD is served wherever GET is (RFC 9110 §9.3.2), documented or not.
+      if (allowed.includes('GET') && !allowed.includes('HEAD')) allowed.push('HEAD');
+      assert.equal(res.status, method === 'OPTIONS' ? 204 : 405, where);
+      assert.deepEqual(res.headers.get('allow')?.split(', ').sort(), allowed.sort(), where);
+      return;
+    }
+    const responses = (item[verb] as { responses: Record<string, unknown> }).responses;
+    const status = [String(res.status), `${String(res.status)[0]}XX`, 'default'].find((s) => s in responses);
+    assert.ok(status, `${where} is not documented`);
+    seen.add(`${method} ${template} ${status}`);
+    const response = follow(['paths', template, verb, 'responses', status]);
+    const spec = response.node as ResponseSpec;
+
+    const declared = new Set<string>();
+    for (const name of Object.keys(spec.headers ?? {})) {
+      const header = follow([...response.pointer, 'headers', name]);
+      declared.add(name.toLowerCase());
+      const value = res.headers.get(name);
+      if ((header.node as HeaderSpec).required) assert.ok(value !== null, `${where}: header ${name} is required`);
+      if (value !== null && (header.node as HeaderSpec).schema) {
+        const validate = schemaAt([...header.pointer, 'schema']);
+        assert.ok(validate(value), `${where}: header ${name}: ${value} ${ajv.errorsText(validate.errors)}`);
+      }
+    }
+    const undeclared = [...res.headers.keys()].filter((name) => !declared.has(name) && !NOT_THE_CONTRACTS.has(name));
+    assert.deepEqual(undeclared, [], `${where}: headers the document does not declare`);
+
+    const mediaType = res.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
+    if (!spec.content) {
+      assert.equal(mediaType, undefined, `${where}: no body is documented, but Content-Type is ${mediaType}`);
+      assert.equal(bodyText, '', `${where}: no body is documented`);
+      return;
+    }
+    assert.ok(mediaType && mediaType in spec.content, `${where}: content type ${mediaType} is not documented`);
+    // RFC 9110 §9.3.2: HEAD answers as GET would, without the body.
+    if (method === 'HEAD') {
+      assert.equal(bodyText, '', `${where}: HEAD sent a body`);
+      return;
+    }
+    const validate = schemaAt([...response.pointer, 'content', mediaType, 'schema']);
+    const body: unknown = JSON.parse(bodyText);
+    assert.ok(validate(body), `${where}: ${ajv.errorsText(validate.errors)}\n${bodyText.slice(0, 500)}`);
+  }
+
+  return { check, seen: () => seen, documented: () => documented };
 }
 
-const seen: string[] = [];
+/** The validator over the document this code serves at /v1/openapi.json (the contract test checks they are equal). */
+const served = responseValidator(JSON.parse(JSON.stringify(openapiDocument)) as Json);
 
 /** Every response a test receives goes through here: it must be one the document describes. */
-export function assertDocumented(
-  method: string,
-  url: string,
-  res: { status: number; headers: Headers },
-  bodyText: string,
-): void {
-  const path = new URL(url).pathname.replace(/^\/v1/, '');
-  const template = templateFor(path);
-  assert.ok(template, `${path} is not in the OpenAPI document`);
-  const operations = openapiDocument.paths[template as keyof Doc['paths']] as Record<string, unknown>;
-  const operation = operations[method.toLowerCase()] as { responses: Record<string, ResponseSpec> } | undefined;
-  const where = `${method} ${template} → ${res.status}`;
-  if (!operation) {
-    // An undocumented method must be refused, naming exactly the documented ones.
-    const documented = Object.keys(operations)
-      .filter((k) => k !== 'parameters')
-      .map((k) => k.toUpperCase());
-    // HEAD is served wherever GET is (RFC 9110 §9.3.2), documented or not.
-    if (documented.includes('GET') && !documented.includes('HEAD')) documented.push('HEAD');
-    assert.equal(res.status, method === 'OPTIONS' ? 204 : 405, where);
-    assert.deepEqual(res.headers.get('allow')?.split(', ').sort(), documented.sort(), where);
-    return;
-  }
-  const spec = operation.responses[String(res.status)];
-  assert.ok(spec, `${where} is not documented`);
-  seen.push(`${method} ${template} ${res.status}`);
-  for (const [name, headerOrRef] of Object.entries(spec.headers ?? {})) {
-    const header = resolve<HeaderSpec>(headerOrRef);
-    const value = res.headers.get(name);
-    if (header.required) assert.ok(value !== null, `${where}: header ${name} is required`);
-    if (value !== null && header.schema) {
-      const ok = ajv.validate(header.schema, value);
-      assert.ok(ok, `${where}: header ${name}: ${value} ${ajv.errorsText()}`);
-    }
-  }
-  if (!spec.content) {
-    assert.equal(bodyText, '', `${where}: no body is documented`);
-    return;
-  }
-  const mediaType = res.headers.get('content-type')?.split(';')[0]?.trim() ?? '';
-  assert.ok(mediaType in spec.content, `${where}: content type ${mediaType} is not documented`);
-  const pointer = [
-    'paths',
-    template,
-    method.toLowerCase(),
-    'responses',
-    String(res.status),
-    'content',
-    mediaType,
-    'schema',
-  ]
-    .map((p) => escape(p!))
-    .join('/');
-  const validate = ajv.getSchema(`${DOC_ID}#/${pointer}`);
-  assert.ok(validate, `${where}: schema not found`);
-  const body: unknown = JSON.parse(bodyText);
-  assert.ok(validate(body), `${where}: ${ajv.errorsText(validate.errors)}\n${bodyText.slice(0, 500)}`);
-}
-
-/** Which documented responses the suite has exercised so far. */
-export function documentedResponsesSeen(): readonly string[] {
-  return seen;
-}
+export const assertDocumented: ResponseValidator['check'] = (...args) => served.check(...args);
 
 export interface RestResponse {
   status: number;
@@ -114,12 +184,20 @@ export interface RestResponse {
   json: <T = Record<string, unknown>>() => T;
 }
 
-/** supertest for /v1 that checks each response against the OpenAPI document. */
+export interface RestOptions {
+  token?: string;
+  body?: unknown;
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+/** supertest for /v1 that checks each response against the OpenAPI document (`validator`, or the code's own). */
 export async function rest(
   base: string,
   method: string,
   path: string,
-  opts: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+  opts: RestOptions = {},
+  validator: ResponseValidator = served,
 ): Promise<RestResponse> {
   const url = `${base}/v1${path}`;
   const headers: Record<string, string> = { ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}) };
@@ -134,6 +212,6 @@ export async function rest(
   const res = await req;
   const text = method === 'HEAD' ? '' : textOf(res);
   const reply = { status: res.status, headers: headersOf(res) };
-  assertDocumented(method, url, reply, text);
+  validator.check(method, url, reply, text);
   return { ...reply, text, json: <T>() => JSON.parse(text) as T };
 }

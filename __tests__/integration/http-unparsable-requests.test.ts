@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import * as addFormatsModule from 'ajv-formats';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { Problem } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -77,5 +79,51 @@ describe('a request Node cannot parse is answered as problem details, not a bare
     const body = JSON.parse(res.body) as Problem;
     assert.equal(body.type, '/problems/malformed-request');
     assert.equal(body.code, 'MALFORMED_REQUEST');
+  });
+
+  test("a problem's instance is the request's path as a valid URI reference: no query, hostile bytes encoded", async () => {
+    const addFormats = (addFormatsModule as unknown as { default: (ajv: Ajv2020) => void }).default;
+    const ajv = new Ajv2020();
+    addFormats(ajv);
+    const isUriReference = ajv.compile({ type: 'string', format: 'uri-reference' });
+    const token = await server.token('alice');
+    const cases: [string, string, number, string][] = [
+      // [request line and headers, what the body names, status, instance]
+      ['GET /v1/orders/%ZZ HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ' + token, 'REST', 400, '/v1/orders/%25ZZ'],
+      ['GET /v1/orders?cursor={x} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ' + token, 'REST', 400, '/v1/orders'],
+      [
+        'GET /nope/"<b>{x}|^`\\?access_token=secret HTTP/1.1\r\nHost: x',
+        'a route',
+        404,
+        '/nope/%22%3Cb%3E%7Bx%7D%7C%5E%60%5C',
+      ],
+      ['GET /caf%E9%%41 HTTP/1.1\r\nHost: x', 'a route', 404, '/caf%E9%25%41'],
+      // Node's parser refuses a byte outside ASCII (a target it cannot read back is `/`), but lets a fragment by.
+      ['GET /caf\u00e9/x HTTP/1.1\r\nHost: x', 'Node', 400, '/'],
+      ['GET /v1/orders/<x>#frag HTTP/1.1\r\nHost: x', 'REST', 401, '/v1/orders/%3Cx%3E'],
+      [
+        `GET /v1/orders/<x>?token=secret HTTP/1.1\r\nHost: x\r\nCookie: c=${'a'.repeat(20_000)}`,
+        'Node',
+        431,
+        '/v1/orders/%3Cx%3E',
+      ],
+      ['GET /v1/orders?x={y} HTTP/1.1', 'no Host', 400, '/v1/orders'],
+    ];
+    for (const [head, where, status, instance] of cases) {
+      const { port } = new URL(server.url);
+      const socket = connect(Number(port), '127.0.0.1');
+      await once(socket, 'connect');
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      // latin1: each character one byte, as a client that sends raw bytes would.
+      socket.write(`${head}\r\nConnection: close\r\n\r\n`, 'latin1');
+      await once(socket, 'close');
+      const [responseHead = '', body = ''] = Buffer.concat(chunks).toString('utf8').split('\r\n\r\n');
+      const statusLine = responseHead.split('\r\n')[0]!;
+      assert.match(statusLine, new RegExp(`^HTTP/1.1 ${status} `), `${where}: ${statusLine}`);
+      const problem = JSON.parse(body) as Problem;
+      assert.equal(problem.instance, instance, where);
+      assert.ok(isUriReference(problem.instance), `${where}: ${problem.instance} is a URI reference`);
+    }
   });
 });

@@ -28,8 +28,11 @@ const isPlainJson = (req: Request, contentType: string) =>
   contentType === JSON_TYPE &&
   (req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number(req.headers['content-length'] ?? NaN)));
 
-/** Validates method, media types, JSON and parameters before Apollo sees the request. */
-export function graphqlEnvelope(opts: { bodyLimit: string }) {
+/**
+ * Validates method, media types, JSON and parameters before Apollo sees the request. `landingPage`: a browser's GET
+ * of the bare endpoint is Apollo's to answer with its landing page (outside production); without one it is 406.
+ */
+export function graphqlEnvelope(opts: { bodyLimit: string; landingPage: boolean }) {
   const parseJson = jsonBodyParser({ limit: opts.bodyLimit, strict: false, type: () => true });
 
   return [
@@ -47,12 +50,12 @@ export function graphqlEnvelope(opts: { bodyLimit: string }) {
           },
         );
       }
-      if (responseMediaType(req) === false && !(req.method === 'GET' && req.accepts('html'))) {
+      if (responseMediaType(req) === false && !(opts.landingPage && req.method === 'GET' && req.accepts('html'))) {
         return sendGraphqlError(req, res, `Accept ${JSON_TYPE} or ${GRAPHQL_RESPONSE_TYPE}.`, 'NOT_ACCEPTABLE', {
           status: 406,
         });
       }
-      if (req.method === 'GET') return checkGet(req, res, next);
+      if (req.method === 'GET') return checkGet(req, res, next, opts.landingPage);
       const contentType = req.headers['content-type'];
       if (!contentType || !(isPlainJson(req, contentType) || req.is(JSON_TYPE))) {
         return sendGraphqlError(
@@ -99,13 +102,14 @@ export function graphqlEnvelope(opts: { bodyLimit: string }) {
   ];
 }
 
-function checkGet(req: Request, res: Response, next: NextFunction) {
+function checkGet(req: Request, res: Response, next: NextFunction, landingPage: boolean) {
   // The Express integration insists on a parsed body, which a GET never has.
   req.body = undefined;
   // Express parses the query string again on every read of req.query: this is the one read.
   const q = req.query as Record<string, unknown>;
   // A browser asking for the page gets Apollo's landing page (Sandbox) outside production.
   if (
+    landingPage &&
     q.query === undefined &&
     q.extensions === undefined &&
     q.documentId === undefined &&

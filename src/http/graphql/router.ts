@@ -107,7 +107,7 @@ export async function createGraphqlRouter(deps: {
     // Without browser sessions no cookie authenticates anything, so there is nothing to forge.
     ...(session ? [refuseCookieCsrf(session.cookieName, isLandingPageRequest)] : []),
     refuseForeignOrigins(deps.trustedOrigins),
-    ...graphqlEnvelope({ bodyLimit: '100kb' }),
+    ...graphqlEnvelope({ bodyLimit: '100kb', landingPage: !config.isProduction }),
     authenticate(auth, graphqlAuthFailure),
     persistedDocuments(pipeline),
     ...(resultCache ? [resultCache.middleware(contextOf)] : []),

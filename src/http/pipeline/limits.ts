@@ -1,6 +1,10 @@
 import {
   Kind,
+  visit,
+  type ASTNode,
+  type DirectiveNode,
   type GraphQLError,
+  type GraphQLSchema,
   type DocumentNode,
   type FragmentDefinitionNode,
   type OperationDefinitionNode,
@@ -47,14 +51,76 @@ interface Shape {
 
 const EMPTY: Shape = { depth: 0, lists: 0, aliases: 0, directives: 0, fields: 0 };
 
+/** What a schema says about directives: the names it defines, and which of them may repeat on one location. */
+export interface DirectiveRules {
+  readonly known: ReadonlySet<string>;
+  readonly repeatable: ReadonlySet<string>;
+}
+
+export function directiveRulesOf(schema: GraphQLSchema): DirectiveRules {
+  const directives = schema.getDirectives();
+  return {
+    known: new Set(directives.map((d) => d.name)),
+    repeatable: new Set(directives.filter((d) => d.isRepeatable).map((d) => d.name)),
+  };
+}
+
+/**
+ * graphql's validation reports every use of an unknown directive, and every repeat of one that may appear once per
+ * location, as an error of its own: `__typename @aa@aa@aa…` turns one mistake into as many errors as the document
+ * has room for (graphql-cop's "Directive Overloading"). Up to this many are left to validation, which names each;
+ * beyond it the document is refused with one error.
+ */
+export const MAX_INVALID_DIRECTIVES = 3;
+
+/** How many directives of a document are unknown or repeated where they may appear once, and the first of them. */
+function invalidDirectives(document: DocumentNode, rules: DirectiveRules) {
+  let count = 0;
+  let first: DirectiveNode | undefined;
+  const names = new Set<string>();
+  visit(document, {
+    enter(node: ASTNode) {
+      const directives = (node as { directives?: readonly DirectiveNode[] }).directives;
+      if (!directives?.length) return;
+      const seen = new Set<string>();
+      for (const directive of directives) {
+        const name = directive.name.value;
+        if (!rules.known.has(name) || (seen.has(name) && !rules.repeatable.has(name))) {
+          count += 1;
+          first ??= directive;
+          names.add(name);
+        }
+        seen.add(name);
+      }
+    },
+  });
+  return { count, first, names: [...names] };
+}
+
+function directiveLimitError(document: DocumentNode, rules: DirectiveRules): GraphQLError | undefined {
+  const invalid = invalidDirectives(document, rules);
+  if (invalid.count <= MAX_INVALID_DIRECTIVES) return undefined;
+  // A few names are enough to find the mistake; the rest of the list would only echo the document back.
+  const named = invalid.names.slice(0, 3).map((n) => `@${n}`);
+  if (invalid.names.length > named.length) named.push('…');
+  return clientError(
+    `The document uses ${invalid.count} unknown or repeated directives (${named.join(', ')}); at most ` +
+      `${MAX_INVALID_DIRECTIVES} are reported one by one.`,
+    'GRAPHQL_VALIDATION_FAILED',
+    {},
+    { nodes: [invalid.first!] },
+  );
+}
+
 /**
  * Depth, aliases, directives, mutation fields and introspection's nesting, for every operation of a
- * document. Each fragment is measured once and cached, so a chain of fragments that each spread the
+ * document; given the schema's `directives`, also the unknown and repeated ones (MAX_INVALID_DIRECTIVES).
+ * Each fragment is measured once and cached, so a chain of fragments that each spread the
  * next twice costs linear time rather than doubling per level (what made the old depth limit freeze
  * the event loop). A plain walk of the syntax tree, without graphql's validation machinery, so that
  * transports can refuse a hostile document before paying for the full validation.
  */
-export function limitErrors(document: DocumentNode, limits: StaticLimits): GraphQLError[] {
+export function limitErrors(document: DocumentNode, limits: StaticLimits, directives?: DirectiveRules): GraphQLError[] {
   const errors: GraphQLError[] = [];
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const def of document.definitions) {
@@ -133,14 +199,16 @@ export function limitErrors(document: DocumentNode, limits: StaticLimits): Graph
     if (node.operation === 'mutation' && shape.fields > limits.maxMutations)
       report(`The operation has ${shape.fields} mutation fields; at most ${limits.maxMutations} are allowed.`, node);
   }
+  const flood = directives && directiveLimitError(document, directives);
+  if (flood) errors.push(flood);
   return errors;
 }
 
 /** The same limits as a validation rule, for Apollo's validation of documents it looks up by hash. */
-export function staticLimits(limits: StaticLimits): ValidationRule {
+export function staticLimits(limits: StaticLimits, directives: DirectiveRules): ValidationRule {
   return (context) => ({
     Document(node) {
-      for (const error of limitErrors(node, limits)) context.reportError(error);
+      for (const error of limitErrors(node, limits, directives)) context.reportError(error);
     },
   });
 }

@@ -23,7 +23,7 @@ import type { Metrics, Tally } from '../observability/index.js';
 import { clientError, formatError, formatResult, type ErrorPolicy } from '../problems/index.js';
 import { rememberedOperationCost } from './cost.js';
 import { createDeprecationMetric } from './deprecations.js';
-import { limitErrors, staticLimits } from './limits.js';
+import { directiveRulesOf, limitErrors, staticLimits } from './limits.js';
 import { boundedApqStore, loadManifest, sha256 } from './persistedDocuments.js';
 import { isRecord, namedHash, type OperationParams } from './requestParams.js';
 
@@ -80,8 +80,9 @@ export function createPipeline(deps: {
    * Apollo's rules beside graphql's specified ones. Apollo validates documents it finds by hash too, so the
    * limits are a rule there as well as a screen before it (streaming transports screen, then validate).
    */
+  const directives = directiveRulesOf(schema);
   const rules: ValidationRule[] = [
-    staticLimits(limits),
+    staticLimits(limits, directives),
     ...(config.isProduction ? [NoSchemaIntrospectionCustomRule] : []),
   ];
   /** What validate() still has to check once limitErrors() has passed a document. */
@@ -98,7 +99,7 @@ export function createPipeline(deps: {
     } catch (error) {
       return { errors: [clientError((error as Error).message, 'GRAPHQL_PARSE_FAILED')] };
     }
-    const errors = limitErrors(document, limits);
+    const errors = limitErrors(document, limits, directives);
     if (errors.length) metrics.refusals.inc({ reason: 'query_limits' });
     return errors.length ? { errors } : { document };
   }

@@ -243,15 +243,51 @@ export function problemTypeUri(code: ApiErrorCode): string {
   return `/problems/${PROBLEM_TYPES[code].slug}`;
 }
 
-/** An RFC 9457 problem details body for a code of the catalogue. */
-export function problemBody(code: ApiErrorCode, detail: string, instance: string, invalid?: readonly InvalidField[]) {
+/** RFC 3986 §3.3: what a path may hold unescaped (unreserved, sub-delims, ":", "@", and "/" between segments). */
+const PATH_CHARACTER = /[A-Za-z0-9\-._~!$&'()*+,;=:@/]/;
+const PERCENT_ENCODED = /^%[0-9A-Fa-f]{2}/;
+
+const percentEncoded = (character: string) => {
+  const code = character.codePointAt(0)!;
+  // Node reads a request target's bytes one per character (latin1): encoding them so gives back the bytes sent.
+  const bytes = code <= 0xff ? [code] : [...Buffer.from(character, 'utf8')];
+  return bytes.map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+};
+
+/**
+ * RFC 9457 §3.1.5: `instance` is a URI reference naming this occurrence, here the path of the request. Only the
+ * path: the query holds cursors, page sizes and, from careless clients, credentials, and is not what the problem
+ * is about. Every character RFC 3986 does not allow in a path, and every `%` that does not start an escape, is
+ * percent-encoded, so that any request target (`/v1/orders/%ZZ`, `/<script>`, `"`) yields a valid reference that
+ * carries no markup, quote or brace back to the client. A target in absolute form keeps only its path.
+ */
+export function problemInstance(target: string): string {
+  let path = target.split(/[?#]/, 1)[0]!;
+  if (!path.startsWith('/')) path = URL.canParse(path) ? new URL(path).pathname : '/';
+  let out = '';
+  for (let i = 0; i < path.length;) {
+    const escape = path[i] === '%' ? PERCENT_ENCODED.exec(path.slice(i, i + 3)) : null;
+    if (escape) {
+      out += escape[0];
+      i += 3;
+      continue;
+    }
+    const character = String.fromCodePoint(path.codePointAt(i)!);
+    out += PATH_CHARACTER.test(character) ? character : percentEncoded(character);
+    i += character.length;
+  }
+  return out;
+}
+
+/** An RFC 9457 problem details body for a code of the catalogue; `target` is the request's, as it was sent. */
+export function problemBody(code: ApiErrorCode, detail: string, target: string, invalid?: readonly InvalidField[]) {
   const type = PROBLEM_TYPES[code];
   return {
     type: problemTypeUri(code),
     title: type.title,
     status: type.status,
     detail,
-    instance,
+    instance: problemInstance(target),
     code,
     ...(invalid ? { errors: invalid } : {}),
   };

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_LISTED_INVALID } from '../../domain/errors.js';
 import { ORDER_STATUSES } from '../../domain/model.js';
+import { PAGE } from '../../domain/orderService.js';
 import { ORDER_LIMITS } from '../../domain/orders.js';
 
 /**
@@ -30,7 +31,15 @@ const dateTime = () => documented(z.string(), { format: 'date-time' });
 
 // ---- Request bodies ----------------------------------------------------------------------------------------
 
-const qty = documented(z.number().int(), { minimum: ORDER_LIMITS.minQty, maximum: ORDER_LIMITS.maxQty });
+const qty = documented(z.number().int(), {
+  format: 'int32',
+  minimum: ORDER_LIMITS.minQty,
+  maximum: ORDER_LIMITS.maxQty,
+});
+
+/** An amount the server computed: no line, and so no price, exceeds what a whole order may total. */
+const cents = (minimum: number) =>
+  documented(z.number().int(), { format: 'int32', minimum, maximum: ORDER_LIMITS.maxTotalCents });
 
 export const NewOrderLine = documented(
   z.strictObject({
@@ -79,8 +88,8 @@ export const OrderItem = documented(
   z.strictObject({
     sku: z.string(),
     qty,
-    unit_price_cents: documented(z.number().int(), { minimum: 1 }),
-    line_total_cents: documented(z.number().int(), { minimum: 1 }),
+    unit_price_cents: cents(1),
+    line_total_cents: cents(1),
   }),
   { id: 'OrderItem' },
 );
@@ -91,27 +100,32 @@ export const Order = documented(
     customer_id: documented(z.string(), { pattern: CUSTOMER_ID }),
     status: Status,
     items: documented(z.array(OrderItem), { minItems: ORDER_LIMITS.minLines, maxItems: ORDER_LIMITS.maxLines }),
-    total_cents: documented(z.number().int(), { minimum: 0 }),
+    total_cents: cents(0),
     created_at: dateTime(),
     updated_at: dateTime(),
   }),
   { id: 'Order' },
 );
 
-export const OrderPage = documented(z.strictObject({ orders: z.array(Order), next_cursor: z.string().nullable() }), {
-  id: 'OrderPage',
-});
+export const OrderPage = documented(
+  z.strictObject({
+    orders: documented(z.array(Order), { maxItems: PAGE.max }),
+    next_cursor: z.string().nullable(),
+  }),
+  { id: 'OrderPage' },
+);
 
 export const Problem = documented(
   z.object({
     type: documented(z.string(), { format: 'uri-reference' }),
     title: z.string(),
-    status: documented(z.number().int(), { minimum: 400, maximum: 599 }),
+    status: documented(z.number().int(), { format: 'int32', minimum: 400, maximum: 599 }),
     detail: z.string(),
     instance: documented(z.string(), { format: 'uri-reference' }),
     code: documented(z.string(), { description: 'The same code GraphQL puts in extensions.code.' }),
     errors: documented(z.array(z.object({ pointer: z.string(), reason: z.string() })), {
       description: `Each invalid field (at most ${MAX_LISTED_INVALID}), with a JSON pointer into the request.`,
+      maxItems: MAX_LISTED_INVALID,
     }).optional(),
   }),
   { id: 'Problem' },

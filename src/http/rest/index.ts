@@ -3,6 +3,7 @@ import type { Authentication } from '../../auth/credentials.js';
 import type { Services } from '../../domain/services.js';
 import { authenticate, problemAuthFailure, type RateBudget } from '../middleware/index.js';
 import { restProblems } from '../problems/index.js';
+import { requireAcceptableJson } from './negotiation.js';
 import { openapiDocument } from './openapi.js';
 import { ordersRouter } from './orders.js';
 import { chargeRestRequests } from './rateLimit.js';
@@ -24,6 +25,7 @@ export function createRestRouter(deps: {
   });
   router.use(authenticate(deps.auth, problemAuthFailure));
   router.use(chargeRestRequests(deps.budget));
+  router.use(requireAcceptableJson);
   router.use(ordersRouter(deps.services));
   router.use(restProblems('64 kB'));
   return router;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../domain/idempotencyKey.js';
+import { PAGE } from '../../domain/orderService.js';
 import { PROBLEM_TYPES, type ApiErrorCode } from '../problems/index.js';
 import { contract } from './contract.js';
 
@@ -33,16 +34,128 @@ function componentSchemas(): Record<string, Json> {
   );
 }
 
-/** Headers that come with an error code wherever it is answered. */
-const HEADERS_OF: Partial<Record<ApiErrorCode, Json>> = {
-  UNAUTHENTICATED: { 'WWW-Authenticate': ref('headers/WWWAuthenticate') },
-  RATE_LIMITED: {
-    'Retry-After': ref('headers/RetryAfter'),
-    RateLimit: ref('headers/RateLimit'),
-    'RateLimit-Policy': ref('headers/RateLimitPolicy'),
+/**
+ * The response headers this API sends, each declared once (components.headers). A response refers to one where it is
+ * always sent, and carries a copy marked optional where it is sent only on some paths to that status.
+ */
+const HEADERS = {
+  RequestId: {
+    required: true,
+    description:
+      "Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 " +
+      'letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID.',
+    schema: { type: 'string', pattern: '^[\\w.:-]{1,128}$', maxLength: 128 },
   },
-  IDEMPOTENCY_KEY_IN_USE: { 'Retry-After': ref('headers/RetryAfter') },
+  ETag: {
+    required: true,
+    description: 'Strong validator; changes with every write.',
+    schema: { type: 'string', pattern: '^"ord_[0-9a-z]{26}\\.v[0-9]+"$', maxLength: 64 },
+  },
+  CacheControl: { required: true, schema: { type: 'string', maxLength: 64 } },
+  Vary: {
+    required: true,
+    description: 'The answer depends on the caller: shared caches must key it by Authorization.',
+    schema: { type: 'string', pattern: 'Authorization', maxLength: 256 },
+  },
+  Location: {
+    required: true,
+    description: 'The new order.',
+    schema: { type: 'string', pattern: '^/v1/orders/ord_[0-9a-z]{26}$', maxLength: 64 },
+  },
+  IdempotentReplayed: {
+    required: false,
+    description: 'Present when this is the replay of the first response to the Idempotency-Key.',
+    schema: { const: 'true' },
+  },
+  Link: {
+    required: false,
+    description: 'rel="next" when more orders follow.',
+    schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$', maxLength: 2048 },
+  },
+  WWWAuthenticate: {
+    required: true,
+    description: 'Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1).',
+    schema: { type: 'string', pattern: '^(Bearer|DPoP) ', maxLength: 1024 },
+  },
+  AcceptPatch: { required: true, schema: { const: 'application/merge-patch+json, application/json' } },
+  AcceptPost: { required: true, schema: { const: 'application/json' } },
+  Accept: {
+    required: true,
+    description: 'The media type the body must be sent as.',
+    schema: { const: 'application/json' },
+  },
+  RetryAfter: { required: true, schema: { type: 'string', pattern: '^[0-9]+$', maxLength: 10 } },
+  RateLimit: {
+    required: true,
+    description: 'What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft).',
+    schema: { type: 'string', pattern: '^"orders";r=[0-9]+;t=[0-9]+$', maxLength: 64 },
+  },
+  RateLimitPolicy: {
+    required: true,
+    description: 'Points per window and the window in seconds.',
+    schema: { type: 'string', pattern: '^"orders";q=[0-9]+;w=[0-9]+$', maxLength: 64 },
+  },
+} as const;
+
+type HeaderId = keyof typeof HEADERS;
+
+/** A header of a response: the component where it is always sent, an optional copy of it where it may be missing. */
+const header = (id: HeaderId, always = true): Json =>
+  always || !HEADERS[id].required ? ref(`headers/${id}`) : { ...HEADERS[id], required: false };
+
+/** Response header names and the components that describe them. */
+type HeaderSet = Partial<Record<string, HeaderId>>;
+
+/** Headers of every answer under /v1: the request id, and the rate budget's fields (its price is charged first). */
+const EVERY_ANSWER: HeaderSet = {
+  'X-Request-Id': 'RequestId',
+  RateLimit: 'RateLimit',
+  'RateLimit-Policy': 'RateLimitPolicy',
 };
+
+/**
+ * Codes that are, on some paths, answered before the request reaches the app (no Host; the server still starting):
+ * then without a request id or rate fields.
+ */
+const BEFORE_THE_APP: readonly ApiErrorCode[] = ['MALFORMED_REQUEST', 'SERVICE_UNAVAILABLE'];
+/** Codes that are, on some paths, answered before the price is charged: credentials refused, a failure. */
+const BEFORE_THE_CHARGE: readonly ApiErrorCode[] = [...BEFORE_THE_APP, 'UNAUTHENTICATED', 'INTERNAL_SERVER_ERROR'];
+
+/** Headers that come with an error code wherever it is answered. */
+const HEADERS_OF: Partial<Record<ApiErrorCode, HeaderSet>> = {
+  UNAUTHENTICATED: { 'WWW-Authenticate': 'WWWAuthenticate' },
+  INSUFFICIENT_SCOPE: { 'WWW-Authenticate': 'WWWAuthenticate' },
+  RATE_LIMITED: { 'Retry-After': 'RetryAfter' },
+  IDEMPOTENCY_KEY_IN_USE: { 'Retry-After': 'RetryAfter' },
+  SERVICE_UNAVAILABLE: { 'Retry-After': 'RetryAfter' },
+};
+
+/** The headers every code of a status sends with its answer: each always sent by some code, optional unless all do. */
+function headersOfCodes(codes: readonly ApiErrorCode[], extra: Partial<Record<ApiErrorCode, HeaderSet>>): Json {
+  const sets = codes.map((code) => {
+    const set: HeaderSet = { 'Cache-Control': 'CacheControl', ...HEADERS_OF[code], ...extra[code] };
+    if (!BEFORE_THE_APP.includes(code)) set['X-Request-Id'] = EVERY_ANSWER['X-Request-Id'];
+    if (!BEFORE_THE_CHARGE.includes(code)) Object.assign(set, EVERY_ANSWER);
+    return set;
+  });
+  const headers: Json = {};
+  for (const name of new Set(sets.flatMap((set) => Object.keys(set)))) {
+    const id = sets.map((set) => set[name]).find(Boolean) ?? EVERY_ANSWER[name]!;
+    headers[name] = header(
+      id,
+      sets.every((set) => name in set),
+    );
+  }
+  // Sent on some paths to these codes, never on all: still declared, as optional.
+  for (const [name, id] of Object.entries(EVERY_ANSWER)) headers[name] ??= header(id!, false);
+  return headers;
+}
+
+/** Headers of a successful answer: the operation's own and those of every answer. */
+const successHeaders = (own: HeaderSet, optional: HeaderSet = {}): Json => ({
+  ...Object.fromEntries(Object.entries({ ...own, ...EVERY_ANSWER }).map(([name, id]) => [name, header(id!)])),
+  ...Object.fromEntries(Object.entries(optional).map(([name, id]) => [name, header(id!, false)])),
+});
 
 /** Any operation can meet these: credentials, the rate budget, and failures on our side (nothing is changed then). */
 const EVERY_OPERATION: readonly ApiErrorCode[] = [
@@ -54,13 +167,15 @@ const EVERY_OPERATION: readonly ApiErrorCode[] = [
   'SERVICE_UNAVAILABLE',
 ];
 
+const PROBLEM_CONTENT = { 'application/problem+json': { schema: ref('schemas/Problem') } };
+
 /**
  * The error responses of an operation, one per status, from the catalogue: each lists the titles and codes
  * it stands for. `extraHeaders` adds headers that depend on the operation (the media type a 415 names).
  */
 function errorResponses(
   codes: readonly ApiErrorCode[],
-  opts: { body?: boolean; extraHeaders?: Partial<Record<ApiErrorCode, Json>> } = {},
+  opts: { head?: boolean; extraHeaders?: Partial<Record<ApiErrorCode, HeaderSet>> } = {},
 ): Record<string, Json> {
   const byStatus = new Map<number, ApiErrorCode[]>();
   for (const code of [...EVERY_OPERATION, ...codes]) {
@@ -71,32 +186,26 @@ function errorResponses(
   }
   const responses: Record<string, Json> = {};
   for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
-    const description = list.map((code) => `${PROBLEM_TYPES[code].title} (${code}).`).join(' ');
-    if (opts.body === false) {
-      responses[String(status)] = { description };
-      continue;
-    }
-    // A header is required only when every code of this status sends it.
-    const headers: Json = {};
-    const headerSets = list.map((code) => ({ ...HEADERS_OF[code], ...opts.extraHeaders?.[code] }));
-    for (const set of headerSets) {
-      for (const [name, header] of Object.entries(set)) {
-        if (!headerSets.every((other) => name in other)) continue;
-        headers[name] = header;
-      }
-    }
+    const description =
+      list.map((code) => `${PROBLEM_TYPES[code].title} (${code}).`).join(' ') + (opts.head ? HEAD_HAS_NO_BODY : '');
     responses[String(status)] = {
       description,
-      headers,
-      content: { 'application/problem+json': { schema: ref('schemas/Problem') } },
+      headers: headersOfCodes(list, opts.extraHeaders ?? {}),
+      content: PROBLEM_CONTENT,
     };
   }
   return responses;
 }
 
+/** RFC 9110 §9.3.2: HEAD answers with the headers GET would send, Content-Type included, and no body. */
+const HEAD_HAS_NO_BODY = ' HEAD sends the headers of this answer without its body.';
+
+/** What a read or write of one order answers with: its representation, validator and caching rules. */
+const ORDER_HEADERS: HeaderSet = { ETag: 'ETag', 'Cache-Control': 'CacheControl', Vary: 'Vary' };
+
 const orderResponse = (description: string) => ({
   description,
-  headers: { ETag: ref('headers/ETag'), 'Cache-Control': ref('headers/CacheControl') },
+  headers: successHeaders(ORDER_HEADERS),
   content: { 'application/json': { schema: ref('schemas/Order') } },
 });
 
@@ -110,12 +219,18 @@ const jsonBody = (schema: string, ...types: string[]) => ({
 /** Failures of reading a request body, on every operation that takes one. */
 const BODY_ERRORS: readonly ApiErrorCode[] = ['MALFORMED_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'];
 
+/** Every operation that answers with a representation refuses an Accept that allows no JSON (negotiation.ts). */
+const READ_ERRORS: readonly ApiErrorCode[] = ['NOT_ACCEPTABLE'];
+
 const CONDITIONAL_WRITE_ERRORS: readonly ApiErrorCode[] = [
   'MALFORMED_REQUEST',
   'NOT_FOUND',
   'PRECONDITION_FAILED',
   'PRECONDITION_REQUIRED',
 ];
+
+/** GET and HEAD of one order: a malformed id (not percent-encoded UTF-8) is 400, an unknown one 404. */
+const ONE_ORDER_READ_ERRORS: readonly ApiErrorCode[] = [...READ_ERRORS, 'MALFORMED_REQUEST', 'NOT_FOUND'];
 
 const paths = {
   '/orders': {
@@ -126,8 +241,8 @@ const paths = {
         {
           name: 'limit',
           in: 'query',
-          schema: { type: 'integer', minimum: 1, default: 20 },
-          description: 'Values above 100 behave as 100.',
+          schema: { type: 'integer', minimum: 1, default: PAGE.default },
+          description: `Values above ${PAGE.max} behave as ${PAGE.max}.`,
         },
         {
           name: 'cursor',
@@ -139,10 +254,10 @@ const paths = {
       responses: {
         '200': {
           description: 'One page of orders.',
-          headers: { Link: ref('headers/Link'), 'Cache-Control': ref('headers/CacheControl') },
+          headers: successHeaders({ 'Cache-Control': 'CacheControl', Vary: 'Vary' }, { Link: 'Link' }),
           content: { 'application/json': { schema: ref('schemas/OrderPage') } },
         },
-        ...errorResponses(['MALFORMED_REQUEST']),
+        ...errorResponses([...READ_ERRORS, 'MALFORMED_REQUEST']),
       },
     },
     post: {
@@ -153,21 +268,24 @@ const paths = {
       responses: {
         '201': {
           description: 'Created (or, with `Idempotent-Replayed: true`, the replay of the first response to this key).',
-          headers: {
-            Location: { required: true, schema: { type: 'string', pattern: '^/v1/orders/ord_[0-9a-z]{26}$' } },
-            ETag: ref('headers/ETag'),
-            'Idempotent-Replayed': { schema: { const: 'true' } },
-          },
+          headers: successHeaders(
+            { Location: 'Location', ETag: 'ETag', 'Cache-Control': 'CacheControl' },
+            { 'Idempotent-Replayed': 'IdempotentReplayed' },
+          ),
           content: { 'application/json': { schema: ref('schemas/Order') } },
         },
-        ...errorResponses([
-          ...BODY_ERRORS,
-          'IDEMPOTENCY_KEY_REQUIRED',
-          'NOT_FOUND',
-          'IDEMPOTENCY_KEY_IN_USE',
-          'BAD_USER_INPUT',
-          'IDEMPOTENCY_KEY_REUSED',
-        ]),
+        ...errorResponses(
+          [
+            ...READ_ERRORS,
+            ...BODY_ERRORS,
+            'IDEMPOTENCY_KEY_REQUIRED',
+            'NOT_FOUND',
+            'IDEMPOTENCY_KEY_IN_USE',
+            'BAD_USER_INPUT',
+            'IDEMPOTENCY_KEY_REUSED',
+          ],
+          { extraHeaders: { UNSUPPORTED_MEDIA_TYPE: { 'Accept-Post': 'AcceptPost' } } },
+        ),
       },
     },
   },
@@ -181,9 +299,9 @@ const paths = {
         '200': orderResponse('The order.'),
         '304': {
           description: 'Not modified: the If-None-Match ETag is current.',
-          headers: { ETag: ref('headers/ETag') },
+          headers: successHeaders(ORDER_HEADERS),
         },
-        ...errorResponses(['NOT_FOUND']),
+        ...errorResponses(ONE_ORDER_READ_ERRORS),
       },
     },
     head: {
@@ -191,9 +309,9 @@ const paths = {
       summary: 'The headers of GET, without the body',
       parameters: [ref('parameters/IfNoneMatch')],
       responses: {
-        '200': { description: 'The order exists.', headers: { ETag: ref('headers/ETag') } },
-        '304': { description: 'Not modified.', headers: { ETag: ref('headers/ETag') } },
-        ...errorResponses(['NOT_FOUND'], { body: false }),
+        '200': orderResponse(`The order exists.${HEAD_HAS_NO_BODY}`),
+        '304': { description: 'Not modified.', headers: successHeaders(ORDER_HEADERS) },
+        ...errorResponses(ONE_ORDER_READ_ERRORS, { head: true }),
       },
     },
     patch: {
@@ -203,9 +321,10 @@ const paths = {
       requestBody: jsonBody('OrderPatch', 'application/merge-patch+json', 'application/json'),
       responses: {
         '200': orderResponse('The changed order.'),
-        ...errorResponses([...BODY_ERRORS, ...CONDITIONAL_WRITE_ERRORS, 'INVALID_TRANSITION', 'BAD_USER_INPUT'], {
-          extraHeaders: { UNSUPPORTED_MEDIA_TYPE: { 'Accept-Patch': ref('headers/AcceptPatch') } },
-        }),
+        ...errorResponses(
+          [...READ_ERRORS, ...BODY_ERRORS, ...CONDITIONAL_WRITE_ERRORS, 'INVALID_TRANSITION', 'BAD_USER_INPUT'],
+          { extraHeaders: { UNSUPPORTED_MEDIA_TYPE: { 'Accept-Patch': 'AcceptPatch' } } },
+        ),
       },
     },
     put: {
@@ -215,7 +334,10 @@ const paths = {
       requestBody: jsonBody('OrderItemsReplacement'),
       responses: {
         '200': orderResponse('The order with its new items.'),
-        ...errorResponses([...BODY_ERRORS, ...CONDITIONAL_WRITE_ERRORS, 'NOT_EDITABLE', 'BAD_USER_INPUT']),
+        ...errorResponses(
+          [...READ_ERRORS, ...BODY_ERRORS, ...CONDITIONAL_WRITE_ERRORS, 'NOT_EDITABLE', 'BAD_USER_INPUT'],
+          { extraHeaders: { UNSUPPORTED_MEDIA_TYPE: { Accept: 'Accept' } } },
+        ),
       },
     },
     delete: {
@@ -223,7 +345,7 @@ const paths = {
       summary: 'Delete an order (staff only; If-Match honoured when sent)',
       parameters: [ref('parameters/IfMatchOptional')],
       responses: {
-        '204': { description: 'Deleted.' },
+        '204': { description: 'Deleted.', headers: successHeaders({ 'Cache-Control': 'CacheControl' }) },
         ...errorResponses(['MALFORMED_REQUEST', 'NOT_FOUND', 'PRECONDITION_FAILED']),
       },
     },
@@ -241,12 +363,21 @@ export const openapiDocument = {
       '`application/problem+json` (RFC 9457); each `type` URI is a page describing the problem. Money is in ' +
       'integer minor units (cents).',
   },
-  servers: [{ url: '/v1' }],
+  // Public: the same API for every client (OWASP API9, inventory).
+  servers: [{ url: '/v1', 'x-internal': false }],
   security: [{ bearer: [] }, { dpop: [] }],
   paths,
   components: {
     securitySchemes: {
-      bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+      bearer: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description:
+          'A signed JWT access token from the OIDC issuer, verified as RFC8725 (JWT best current practices) ' +
+          "advises: asymmetric algorithms from a fixed list (never `none`), the key from the issuer's JWKS, " +
+          '`iss` and `aud` checked, `exp` required and `nbf` honoured.',
+      },
       // RFC 9449: a DPoP-bound token, with a `DPoP` proof header on every request.
       dpop: { type: 'http', scheme: 'dpop' },
     },
@@ -264,32 +395,7 @@ export const openapiDocument = {
       IfMatchOptional: { name: 'If-Match', in: 'header', required: false, schema: { type: 'string' } },
       IfNoneMatch: { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' } },
     },
-    headers: {
-      ETag: {
-        required: true,
-        description: 'Strong validator; changes with every write.',
-        schema: { type: 'string', pattern: '^"ord_[0-9a-z]{26}\\.v[0-9]+"$' },
-      },
-      CacheControl: { required: true, schema: { type: 'string' } },
-      Link: {
-        required: false,
-        description: 'rel="next" when more orders follow.',
-        schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$' },
-      },
-      WWWAuthenticate: { required: true, schema: { type: 'string', pattern: '^(Bearer|DPoP) ' } },
-      AcceptPatch: { required: true, schema: { const: 'application/merge-patch+json, application/json' } },
-      RetryAfter: { required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
-      RateLimit: {
-        required: true,
-        description: 'What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft).',
-        schema: { type: 'string', pattern: '^"orders";r=[0-9]+;t=[0-9]+$' },
-      },
-      RateLimitPolicy: {
-        required: true,
-        description: 'Points per window and the window in seconds.',
-        schema: { type: 'string', pattern: '^"orders";q=[0-9]+;w=[0-9]+$' },
-      },
-    },
+    headers: HEADERS,
     schemas: componentSchemas(),
   },
 };
