@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import type { Queryable } from './db.js';
+import type { Database, Queryable } from './db.js';
+
+/** Seed of the per-address advisory locks of sign-in starts; other lock keys are listed in sweeper.ts. */
+const LOGIN_ATTEMPTS_LOCK = 7251009;
 
 /** A sign-in in progress, as the callback needs it back. */
 export interface LoginAttemptRecord {
@@ -54,9 +57,18 @@ function toSession(row: unknown): SessionRecord {
  * Server-side state of browser sign-in, in PostgreSQL so that every replica sees a session (and its revocation)
  * at once. Times come from the database clock, the one clock all replicas share.
  */
-export function sessionRows(db: Queryable) {
+export function sessionRows(db: Database) {
   return {
-    /** Stores an attempt, then keeps only the newest `keepPerIp` of its address: a flood replaces its own rows. */
+    /**
+     * Stores an attempt, then keeps only the newest `keepPerIp` of its address: a flood replaces its own rows.
+     *
+     * The address's advisory lock makes its starts take turns, from the insert to the trim's commit, so the bound is
+     * exact and two trims never lock the same rows in different orders (PostgreSQL reported such deadlocks as 500s).
+     * Taken first, it is waited for while holding nothing. The trim skips rows someone else has locked: only the
+     * callback and the sweeper lock these rows, and both are deleting them. Holding a lock, this transaction
+     * therefore never waits for one, so it can never be part of a deadlock. Expired rows of other addresses are the
+     * sweeper's to delete.
+     */
     async saveLoginAttempt(
       idHash: string,
       attempt: LoginAttemptRecord,
@@ -64,18 +76,23 @@ export function sessionRows(db: Queryable) {
       ttlSeconds: number,
       keepPerIp: number,
     ): Promise<void> {
-      await db.query(`delete from auth_login_attempts where expires_at <= now()`);
-      await db.query(
-        `insert into auth_login_attempts (id_hash, state, nonce, code_verifier, return_to, client_ip, expires_at)
-         values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
-        [idHash, attempt.state, attempt.nonce, attempt.codeVerifier, attempt.returnTo, clientIp, ttlSeconds],
-      );
-      await db.query(
-        `delete from auth_login_attempts where id_hash in (
-           select id_hash from auth_login_attempts where client_ip = $1
-           order by created_at desc, expires_at desc offset $2)`,
-        [clientIp, keepPerIp],
-      );
+      await db.transaction(async (tx) => {
+        await tx.query(`select pg_advisory_xact_lock(hashtextextended($1, ${LOGIN_ATTEMPTS_LOCK}))`, [clientIp]);
+        // The statement's time, not the transaction's: it was taken after the lock, so newer means inserted later.
+        await tx.query(
+          `insert into auth_login_attempts
+             (id_hash, state, nonce, code_verifier, return_to, client_ip, created_at, expires_at)
+           values ($1, $2, $3, $4, $5, $6, statement_timestamp(), statement_timestamp() + make_interval(secs => $7))`,
+          [idHash, attempt.state, attempt.nonce, attempt.codeVerifier, attempt.returnTo, clientIp, ttlSeconds],
+        );
+        await tx.query(
+          `delete from auth_login_attempts where id_hash in (
+             select id_hash from auth_login_attempts where client_ip = $1
+             order by created_at desc, id_hash desc offset $2
+             for update skip locked)`,
+          [clientIp, keepPerIp],
+        );
+      });
     },
 
     /** Deletes the attempt as it reads it; null when there was none or it had expired. */
@@ -95,7 +112,7 @@ export function sessionRows(db: Queryable) {
       session: Omit<SessionRecord, 'expiresAt'> & { readonly idToken: string | null },
       ttlSeconds: number,
     ): Promise<SessionRecord> {
-      await db.query(`delete from auth_sessions where expires_at <= now()`);
+      // Expired sessions are the sweeper's to delete: a sign-in never waits on rows another caller holds.
       const [row] = await db.query(
         `insert into auth_sessions (id_hash, subject, name, email, roles, scopes, id_token, expires_at)
          values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, now() + make_interval(secs => $8))
