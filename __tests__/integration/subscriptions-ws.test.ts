@@ -2,32 +2,14 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { createClient } from 'graphql-ws';
-import { importJWK, SignJWT, type JWK } from 'jose';
 import WebSocket from 'ws';
 import { rest } from '../helpers/openapi.js';
 import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
 import { subscriber } from '../helpers/subscriber.js';
+import { idpSignedToken } from '../helpers/tokens.js';
 
 const UPDATED = `subscription($id: ID) { orderUpdated(id: $id) { id status version customer { name } } }`;
 const CREATED = `subscription { orderCreated { id status customer { name } items { sku qty } } }`;
-
-/** An access token signed with the embedded IdP's key, for `sub`, that expires `exp` seconds from now. */
-async function signedToken(server: TestServer, claims: { sub: string; exp: number }): Promise<string> {
-  const [row] = await server.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
-  const key = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
-  const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({
-    iss: server.running.app.issuer,
-    aud: 'orders-api',
-    sub: claims.sub,
-    iat: Math.min(now, now + claims.exp - 1),
-    exp: now + claims.exp,
-    scope: 'orders:read',
-    roles: [],
-  })
-    .setProtectedHeader({ alg: 'RS256', kid: key.kid!, typ: 'at+jwt' })
-    .sign(await importJWK(key, 'RS256'));
-}
 
 describe('subscriptions over WebSocket (graphql-ws)', () => {
   let a: TestServer;
@@ -128,7 +110,7 @@ describe('subscriptions over WebSocket (graphql-ws)', () => {
   });
 
   test('an expired token ends the subscription: the socket closes with 4403', async () => {
-    const shortLived = await signedToken(a, { sub: 'alice', exp: 2 });
+    const shortLived = await idpSignedToken(a, { sub: 'alice', expiresIn: 2, scope: 'orders:read' });
     const sub = subscriber(a.url, shortLived);
     const stream = sub.subscribe(CREATED);
     const closed = await sub.closed();
@@ -140,7 +122,7 @@ describe('subscriptions over WebSocket (graphql-ws)', () => {
   test("graphql-ws's own client retries a refused token (4403) with a fresh one, and the subscription delivers", async () => {
     // What a mobile app holds after a night off: an expired token, then one that is no token at all; its
     // connectionParams function hands out the next token on each (re)connect, the last one fresh.
-    const tokens = [await signedToken(a, { sub: 'alice', exp: -60 }), 'expired.or.bad', alice];
+    const tokens = [await idpSignedToken(a, { sub: 'alice', expiresIn: -60 }), 'expired.or.bad', alice];
     const sent: string[] = [];
     const closes: { code: number; reason: string }[] = [];
     const client = createClient({
