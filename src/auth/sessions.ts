@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { User } from '../domain/policy.js';
-import type { Database, Queryable } from '../store/db.js';
+import type { Queryable } from '../store/db.js';
 import { deleteExpiredSessionRows, sessionRows, type SessionRecord } from '../store/sessions.js';
 
 /** A session unused for this long ends (OWASP ASVS 3.3.2). */
@@ -81,7 +81,7 @@ function toSession(record: SessionRecord): Session {
  * Server-side state of browser sign-in, in PostgreSQL so that every replica sees a session (and its revocation)
  * at once. Times come from the database clock, the one clock all replicas share.
  */
-export function createSessionStore(db: Database, opts: { loginAttemptsPerIp?: number } = {}) {
+export function createSessionStore(db: Queryable, opts: { loginAttemptsPerIp?: number } = {}) {
   const attemptsPerIp = opts.loginAttemptsPerIp ?? 50;
   const rows = sessionRows(db);
   return {

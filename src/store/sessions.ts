@@ -1,8 +1,5 @@
 import { z } from 'zod';
-import type { Database, Queryable } from './db.js';
-
-/** Seed of the per-address advisory locks of sign-in starts; other lock keys are listed in sweeper.ts. */
-const LOGIN_ATTEMPTS_LOCK = 7251009;
+import type { Queryable } from './db.js';
 
 /** A sign-in in progress, as the callback needs it back. */
 export interface LoginAttemptRecord {
@@ -57,17 +54,18 @@ function toSession(row: unknown): SessionRecord {
  * Server-side state of browser sign-in, in PostgreSQL so that every replica sees a session (and its revocation)
  * at once. Times come from the database clock, the one clock all replicas share.
  */
-export function sessionRows(db: Database) {
+export function sessionRows(db: Queryable) {
   return {
     /**
      * Stores an attempt, then keeps only the newest `keepPerIp` of its address: a flood replaces its own rows.
      *
-     * The address's advisory lock makes its starts take turns, from the insert to the trim's commit, so the bound is
-     * exact and two trims never lock the same rows in different orders (PostgreSQL reported such deadlocks as 500s).
-     * Taken first, it is waited for while holding nothing. The trim skips rows someone else has locked: only the
-     * callback and the sweeper lock these rows, and both are deleting them. Holding a lock, this transaction
-     * therefore never waits for one, so it can never be part of a deadlock. Expired rows of other addresses are the
-     * sweeper's to delete.
+     * The trim locks the address's rows in one order every trim shares (newest first, by columns that never change)
+     * before it deletes any: concurrent trims of one address then wait for each other instead of deadlocking, as they
+     * did when each locked its victims in its own order (PostgreSQL answered 40P01, the start a 500). Waiting, a trim
+     * holds nothing another trim has yet to take. The other writers of these rows never wait for a trim while holding
+     * one of them: the callback deletes a single row, and the sweep skips locked rows. The last trim to start sees
+     * every insert that came before it, so the bound is exact once starts settle. Expired rows of other addresses
+     * are the sweep's to delete.
      */
     async saveLoginAttempt(
       idHash: string,
@@ -76,23 +74,19 @@ export function sessionRows(db: Database) {
       ttlSeconds: number,
       keepPerIp: number,
     ): Promise<void> {
-      await db.transaction(async (tx) => {
-        await tx.query(`select pg_advisory_xact_lock(hashtextextended($1, ${LOGIN_ATTEMPTS_LOCK}))`, [clientIp]);
-        // The statement's time, not the transaction's: it was taken after the lock, so newer means inserted later.
-        await tx.query(
-          `insert into auth_login_attempts
-             (id_hash, state, nonce, code_verifier, return_to, client_ip, created_at, expires_at)
-           values ($1, $2, $3, $4, $5, $6, statement_timestamp(), statement_timestamp() + make_interval(secs => $7))`,
-          [idHash, attempt.state, attempt.nonce, attempt.codeVerifier, attempt.returnTo, clientIp, ttlSeconds],
-        );
-        await tx.query(
-          `delete from auth_login_attempts where id_hash in (
-             select id_hash from auth_login_attempts where client_ip = $1
-             order by created_at desc, id_hash desc offset $2
-             for update skip locked)`,
-          [clientIp, keepPerIp],
-        );
-      });
+      await db.query(
+        `insert into auth_login_attempts (id_hash, state, nonce, code_verifier, return_to, client_ip, expires_at)
+         values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
+        [idHash, attempt.state, attempt.nonce, attempt.codeVerifier, attempt.returnTo, clientIp, ttlSeconds],
+      );
+      // FOR UPDATE sits above the sort (and below OFFSET): rows are locked in this order, the kept ones included.
+      await db.query(
+        `delete from auth_login_attempts where id_hash in (
+           select id_hash from auth_login_attempts where client_ip = $1
+           order by created_at desc, id_hash desc offset $2
+           for update)`,
+        [clientIp, keepPerIp],
+      );
     },
 
     /** Deletes the attempt as it reads it; null when there was none or it had expired. */
@@ -178,7 +172,11 @@ export function sessionRows(db: Database) {
 
 /** Reclaims space: sessions that can never authenticate again (expired, idle too long, revoked) and stale sign-ins. */
 export async function deleteExpiredSessionRows(db: Queryable, idleSeconds: number): Promise<void> {
-  await db.query(`delete from auth_login_attempts where expires_at <= now()`);
+  // Rows a sign-in start has locked are skipped (the next sweep takes them): the sweep never waits for a start.
+  await db.query(
+    `delete from auth_login_attempts where id_hash in (
+       select id_hash from auth_login_attempts where expires_at <= now() for update skip locked)`,
+  );
   await db.query(
     `delete from auth_sessions
      where expires_at <= now() or revoked_at is not null or last_seen_at <= now() - make_interval(secs => $1)`,

@@ -1,10 +1,7 @@
 import type { Logger } from 'pino';
 import type { Database, Queryable } from './db.js';
 
-/**
- * Advisory lock key of the sweep; other keys in use: 7251001 (migrations), 7251002 (seed), 7251004 (events), and as
- * seeds of hashtextextended: 7251003 (idempotency keys), 7251009 (sign-in starts per address).
- */
+/** Advisory lock key of the sweep; other keys in use: 7251001 (migrations), 7251003, 7251004. */
 const SWEEP_LOCK = 7251006;
 
 export type SweepTask = (tx: Queryable) => Promise<void>;
