@@ -169,7 +169,7 @@ describe('sign-in attempts an anonymous caller can make the server store', () =>
       title: 'Rate limit exceeded',
       status: 429,
       detail: `Too many sign-ins were started from this address; retry in ${reset} seconds.`,
-      instance: '/auth/login?returnTo=/',
+      instance: '/auth/login',
       code: 'RATE_LIMITED',
     });
 
