@@ -183,7 +183,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   app.get('/healthz', probe.healthz);
   app.get('/readyz', probe.readyz);
   if (idp) app.use('/idp', idp.router);
-  app.use('/auth', createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier) }));
+  app.use('/auth', createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier), budget }));
   app.use('/graphql/stream', sse.router);
   app.use('/graphql', graphql.router);
   // Development only, like Sandbox: production answers 404 there.

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { WebClient, location, signIn, signOut } from '../helpers/webClient.js';
+import { WebClient, location, signIn, signInAtIdp, signOut, startLogin } from '../helpers/webClient.js';
 
 const SESSION = 'orders_session';
 const ORDERS = '{ recentOrders(first: 100) { customer { name } } }';
@@ -180,6 +180,37 @@ describe('browser sessions', () => {
     assert.notEqual(second, first);
     assert.equal((await server.http.get('/auth/session').set({ cookie: `${SESSION}=${first}` })).status, 401);
     assert.equal((await server.http.get('/auth/session').set({ cookie: `${SESSION}=${second}` })).status, 200);
+  });
+
+  test('eight sign-ins finishing at once, while a sweep deletes expired sessions, each get a session of their own', async () => {
+    const { db, sweeper } = server.running.app;
+    // Expired sessions lie in the table in the reverse order of their expiry, as a sweep and a sign-in would meet them.
+    await db.query(
+      `insert into auth_sessions (id_hash, subject, expires_at)
+       select 'expired-' || i, 'alice', now() - make_interval(secs => i) from generate_series(1, 50) i`,
+    );
+    const users = ['alice', 'bob', 'carol', 'alice', 'bob', 'carol', 'alice', 'bob'];
+    const browsers = users.map(() => new WebClient());
+    const callbacks = await Promise.all(
+      browsers.map(async (browser, i) => signInAtIdp(browser, await startLogin(browser, base), users[i]!)),
+    );
+    const [answers, swept] = await Promise.all([
+      Promise.all(browsers.map((browser, i) => browser.get(callbacks[i]!))),
+      sweeper.runOnce(),
+    ]);
+    assert.deepEqual(
+      answers.map((res) => res.status),
+      users.map(() => 303),
+    );
+    assert.equal(swept, true);
+    const cookies = browsers.map((browser) => browser.cookie(base, SESSION)!);
+    assert.equal(new Set(cookies).size, users.length, 'a session id each');
+    const me = await Promise.all(browsers.map((browser) => browser.get(`${base}/auth/session`)));
+    assert.deepEqual(
+      await Promise.all(me.map(async (res) => [res.status, ((await res.json()) as { sub: string }).sub])),
+      users.map((user) => [200, user]),
+    );
+    assert.deepEqual(await db.query(`select id_hash from auth_sessions where id_hash like 'expired-%'`), []);
   });
 
   test('a session idle for longer than 30 minutes, or older than 12 hours, is refused', async () => {

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { createClient } from 'graphql-ws';
-import { importJWK, SignJWT, type JWK } from 'jose';
 import WebSocket from 'ws';
 import { resumingSubscription } from '../../examples/sse-resume.js';
 import { freshTokenClient } from '../../examples/ws-fresh-tokens.js';
 import { rest } from '../helpers/openapi.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { idpSignedToken } from '../helpers/tokens.js';
 
 const CREATED = 'subscription { orderCreated { id } }';
 
@@ -49,24 +49,6 @@ async function place(server: TestServer, token: string): Promise<string> {
   return res.json<{ id: string }>().id;
 }
 
-/** An access token from the embedded IdP's own key that expires in `seconds`: what a short token TTL would issue. */
-async function shortLivedToken(server: TestServer, sub: string, seconds: number): Promise<string> {
-  const [row] = await server.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
-  const key = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
-  const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({
-    iss: server.running.app.issuer,
-    aud: 'orders-api',
-    sub,
-    iat: now,
-    exp: now + seconds,
-    scope: 'orders:read orders:write',
-    roles: [],
-  })
-    .setProtectedHeader({ alg: 'RS256', kid: key.kid!, typ: 'at+jwt' })
-    .sign(await importJWK(key, 'RS256'));
-}
-
 describe('the README client recipes, with the real clients', () => {
   let server: TestServer;
   let alice: string;
@@ -78,15 +60,17 @@ describe('the README client recipes, with the real clients', () => {
   });
   afterAll(() => server?.close());
 
-  test('graphql-ws: when the token expires (4401) the subscription starts again with a fresh token and keeps receiving', async () => {
+  test('graphql-ws: when the token expires (4403) the client reconnects with a fresh token and keeps receiving', async () => {
     // The first connection gets a token with seconds to live; every later one the fresh token.
-    const tokens = [await shortLivedToken(server, 'alice', 6)];
+    const tokens = [await idpSignedToken(server, { sub: 'alice', expiresIn: 6 })];
     let asked = 0;
     const closes: { code: number; reason: string }[] = [];
     const client = freshTokenClient({
       url: ws,
       webSocketImpl: WebSocket,
       token: async () => (asked++, tokens.shift() ?? alice),
+      // No backoff timer in a test: the retry starts at once.
+      retryWait: async () => undefined,
       on: {
         closed: (event) => {
           const { code, reason } = event as { code: number; reason: string };
@@ -102,9 +86,9 @@ describe('the README client recipes, with the real clients', () => {
     const first = await place(server, alice);
     await got.received(1);
 
-    // The server ends the first connection when its token expires; the recipe subscribes again.
+    // The server ends the first connection when its token expires; the client's own retry subscribes again.
     await relistening;
-    assert.deepEqual(closes, [{ code: 4401, reason: 'The access token has expired.' }]);
+    assert.deepEqual(closes, [{ code: 4403, reason: 'The access token has expired.' }]);
     const second = await place(server, alice);
     await got.received(2);
     assert.deepEqual(got.ids, [first, second]);

@@ -157,15 +157,15 @@ describe('DPoP-bound access tokens (RFC 9449) at the resource server', () => {
   });
 
   describe('WebSocket (graphql-ws) refuses bound tokens', () => {
-    test('a bound token in connection_init closes the socket with 4401 and says why', async () => {
+    test('a bound token in connection_init closes the socket with 4403 and says why', async () => {
       const ws = subscriber(server.url, bound.token);
       // Whichever comes first: an acknowledged connection fails the test instead of waiting for a close.
       const closed = await Promise.race([ws.closed(), ws.connected().then(() => ({ code: 0, reason: 'connected' }))]);
       await ws.dispose();
-      assert.equal(closed.code, 4401);
+      assert.equal(closed.code, 4403);
       assert.equal(
         closed.reason,
-        'Unauthorized: DPoP-bound access tokens are not accepted over WebSocket; use a Bearer token',
+        'Forbidden: DPoP-bound access tokens are not accepted over WebSocket; use a Bearer token',
       );
     });
 

@@ -102,6 +102,29 @@ describe('embedded IdP metadata tells the truth', () => {
     }
   });
 
+  test('a resource is compared as a normalized URI (RFC 3986 §6.2): the API URL with its slash, or in capitals', async () => {
+    const url = new URL(apiUrl);
+    const spellings = [
+      // `new URL()` adds this slash; §6.2.3 makes an empty path and "/" the same.
+      `${apiUrl}/`,
+      // §6.2.2.1: scheme and host are case-insensitive.
+      `HTTP://${url.host.toUpperCase()}`,
+      // §6.2.2.3: dot segments go.
+      `${apiUrl}/./`,
+      'URN:orders-api',
+    ];
+    for (const resource of spellings) {
+      const tokens = await login({ resource });
+      assert.equal(decodeJwt(tokens.accessToken).aud, 'orders-api', resource);
+      const api = await server.gql('{ viewer { subject } }', undefined, { token: tokens.accessToken });
+      assert.deepEqual(api.body.data, { viewer: { subject: 'alice' } }, resource);
+    }
+    // Equal after normalization only: another path is another resource.
+    await assert.rejects(login({ resource: `${apiUrl}/%7Eother` }), {
+      message: `authorization failed: invalid_target (the only resource here is the orders API: urn:orders-api or ${apiUrl})`,
+    });
+  });
+
   test('any other resource is invalid_target, naming the ones there are', async () => {
     await assert.rejects(login({ resource: 'orders-api' }), {
       message: 'authorization failed: invalid_target (resource indicator must be an absolute URI)',

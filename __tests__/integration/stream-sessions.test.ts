@@ -70,7 +70,9 @@ describe('streams end with the browser session that opened them', () => {
 
     // The cookie is dead everywhere: a new handshake with it is refused.
     const again = cookieClient(b.url, cookie);
-    assert.equal((await again.closed).code, 4401);
+    const refused = await again.closed;
+    assert.equal(refused.code, 4403);
+    assert.equal(refused.reason, 'Forbidden: the session has ended; sign in again');
   });
 
   test('a session whose absolute lifetime ends takes its streams with it on both replicas', async () => {

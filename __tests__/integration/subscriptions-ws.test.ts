@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
-import { importJWK, SignJWT, type JWK } from 'jose';
+import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { rest } from '../helpers/openapi.js';
 import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
 import { subscriber } from '../helpers/subscriber.js';
+import { idpSignedToken } from '../helpers/tokens.js';
 
 const UPDATED = `subscription($id: ID) { orderUpdated(id: $id) { id status version customer { name } } }`;
 const CREATED = `subscription { orderCreated { id status customer { name } items { sku qty } } }`;
@@ -102,34 +103,70 @@ describe('subscriptions over WebSocket (graphql-ws)', () => {
     await sub.dispose();
   });
 
-  test('an invalid token closes the connection with 4401', async () => {
+  test('an invalid token closes the connection with 4403', async () => {
     const sub = subscriber(a.url, `${alice}x`);
     const closed = await sub.closed();
-    assert.equal(closed.code, 4401);
-    assert.match(closed.reason, /Unauthorized/);
+    assert.deepEqual(closed, { code: 4403, reason: 'Forbidden: the access token is not valid' });
   });
 
-  test('an expired token ends the subscription: the socket closes with 4401', async () => {
-    const [row] = await a.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
-    const key = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
-    const now = Math.floor(Date.now() / 1000);
-    const shortLived = await new SignJWT({
-      iss: a.running.app.issuer,
-      aud: 'orders-api',
-      sub: 'alice',
-      iat: now,
-      exp: now + 2,
-      scope: 'orders:read',
-      roles: [],
-    })
-      .setProtectedHeader({ alg: 'RS256', kid: key.kid!, typ: 'at+jwt' })
-      .sign(await importJWK(key, 'RS256'));
+  test('an expired token ends the subscription: the socket closes with 4403', async () => {
+    const shortLived = await idpSignedToken(a, { sub: 'alice', expiresIn: 2, scope: 'orders:read' });
     const sub = subscriber(a.url, shortLived);
     const stream = sub.subscribe(CREATED);
     const closed = await sub.closed();
-    assert.equal(closed.code, 4401);
+    assert.equal(closed.code, 4403);
     assert.equal(closed.reason, 'The access token has expired.');
     assert.deepEqual(stream.received, []);
+  });
+
+  test("graphql-ws's own client retries a refused token (4403) with a fresh one, and the subscription delivers", async () => {
+    // What a mobile app holds after a night off: an expired token, then one that is no token at all; its
+    // connectionParams function hands out the next token on each (re)connect, the last one fresh.
+    const tokens = [await idpSignedToken(a, { sub: 'alice', expiresIn: -60 }), 'expired.or.bad', alice];
+    const sent: string[] = [];
+    const closes: { code: number; reason: string }[] = [];
+    const client = createClient({
+      url: `${a.url.replace(/^http/, 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      retryAttempts: 3,
+      // No backoff timer in a test: each retry starts at once.
+      retryWait: async () => undefined,
+      connectionParams: async () => {
+        sent.push(tokens.shift() ?? alice);
+        return { authorization: `Bearer ${sent.at(-1)!}` };
+      },
+      on: {
+        closed: (event) => {
+          const { code, reason } = event as { code: number; reason: string };
+          closes.push({ code, reason });
+        },
+      },
+    });
+    const listening = a.nextSubscription();
+    const first = new Promise<{ data?: unknown; error?: unknown }>((resolve) => {
+      client.subscribe(
+        { query: 'subscription { orderCreated { id } }' },
+        {
+          next: (result) => resolve({ data: result.data }),
+          // The close that made the client give up, as code and reason.
+          error: (error) => {
+            const { code, reason } = error as { code?: number; reason?: string };
+            resolve({ error: { code, reason } });
+          },
+          complete: () => {},
+        },
+      );
+    });
+    // Either the retried connection subscribes, or the client gave up (the outcome says which).
+    await Promise.race([listening, first]);
+    const order = await place(a, alice);
+    assert.deepEqual(await first, { data: { orderCreated: { id: order.id } } });
+    assert.deepEqual(closes, [
+      { code: 4403, reason: 'Forbidden: the access token is not valid' },
+      { code: 4403, reason: 'Forbidden: the access token is not valid' },
+    ]);
+    assert.deepEqual(sent.length, 3, 'connectionParams ran once per connection');
+    await client.dispose();
   });
 
   test('more than 25 subscriptions on one connection are refused with TOO_MANY_SUBSCRIPTIONS', async () => {

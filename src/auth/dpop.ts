@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import type { ProofReplayStore } from '../domain/ports.js';
+import { normalizedUri } from './uriNormalization.js';
 
 /**
  * Proof signature algorithms, asymmetric only (RFC 9449 §4.3 step 5): ES256, RS256, PS256 and EdDSA as asked
@@ -43,9 +44,9 @@ export interface DpopProofVerifier {
   verify(proof: string | undefined, request: ProofContext): Promise<void>;
 }
 
-/** RFC 9449 §4.3 htu comparison: scheme and host case-insensitive, default port dropped, no query or fragment. */
-function normalizedUri(value: string): string | null {
-  const url = URL.parse(value);
+/** RFC 9449 §4.3 htu comparison: an http(s) URI normalized as RFC 3986 §6.2.2-6.2.3 say, without query or fragment. */
+function normalizedHtu(value: string): string | null {
+  const url = normalizedUri(value);
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) return null;
   return `${url.origin}${url.pathname}`;
 }
@@ -119,8 +120,8 @@ export function createDpopProofVerifier(opts: { publicUrl: string; replay: Proof
 
       const { htm, htu, iat, jti, ath } = payload as Record<string, unknown>;
       if (htm !== request.method) throw new InvalidDpopProofError(`The DPoP proof htm must be ${request.method}.`);
-      const expected = normalizedUri(base + request.path.replace(/[?#].*$/s, ''));
-      if (typeof htu !== 'string' || expected === null || normalizedUri(htu) !== expected) {
+      const expected = normalizedHtu(base + request.path.replace(/[?#].*$/s, ''));
+      if (typeof htu !== 'string' || expected === null || normalizedHtu(htu) !== expected) {
         throw new InvalidDpopProofError(`The DPoP proof htu must be ${expected ?? 'this request URL'}.`);
       }
       const now = Date.now() / 1000;

@@ -15,6 +15,7 @@ import { AUTO_SIGN_OUT_SCRIPT, errorPage, loggedOutPage, logoutPage, signingOutP
 import { createSigninThrottle } from './idp/signinThrottle.js';
 import { userinfoTwins } from './idp/userinfo.js';
 import { findUserBySubject, seedDemoUsers, type Argon2Params } from './idp/users.js';
+import { normalizedUri } from './uriNormalization.js';
 
 export interface EmbeddedIdp {
   /** Express router to mount with app.use('/idp', idp.router). Contains the interaction (login/consent) routes and then provider.callback(). */
@@ -106,6 +107,10 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
   const resourceIndicator = URL.canParse(audience) ? audience : `urn:${encodeURIComponent(audience)}`;
   const apiUrl = opts.publicUrl.replace(/\/+$/, '');
   const apiResources = [...new Set([resourceIndicator, apiUrl])];
+  // Indicators are compared as URIs, not strings (RFC 3986 §6.2): `http://host:4150/` names what `http://host:4150`
+  // does, and `new URL()` adds that slash.
+  const apiResourceUris = new Set(apiResources.map((r) => normalizedUri(r)?.href));
+  const isApiResource = (indicator: string) => apiResourceUris.has(normalizedUri(indicator)?.href ?? '');
   const twins = userinfoTwins({
     secret: secrets.cookieKeys[0]!,
     issuer,
@@ -210,12 +215,12 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
         // Clients (and `npm run token`) may send no resource parameter: every request is for the orders API. Without
         // one, both of its names are granted, so a token request may then name either.
         async defaultResource(_ctx, _client, oneOf) {
-          if (oneOf) return oneOf.find((r) => apiResources.includes(r)) ?? oneOf;
+          if (oneOf) return oneOf.find(isApiResource) ?? oneOf;
           return apiResources.length === 1 ? resourceIndicator : apiResources;
         },
         useGrantedResource: async () => true,
         async getResourceServerInfo(_ctx, indicator) {
-          if (!apiResources.includes(indicator)) {
+          if (!isApiResource(indicator)) {
             throw new errors.InvalidTarget(`the only resource here is the orders API: ${apiResources.join(' or ')}`);
           }
           return {

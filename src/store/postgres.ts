@@ -12,6 +12,9 @@ const types = {
       : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
 };
 
+/** Connections per pool: at most this many statements of one replica run at once. */
+export const POOL_SIZE = 10;
+
 export async function openPostgres(url: string, schema?: string): Promise<Database> {
   if (schema) {
     // The schema must exist before pooled connections put it on their search_path.
@@ -25,7 +28,7 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
   }
   const pool = new pg.Pool({
     connectionString: url,
-    max: 10,
+    max: POOL_SIZE,
     idleTimeoutMillis: 30_000,
     // Bounds both a new connection and the wait for a free one: with the database saturated or unreachable a
     // request is refused with 503 + Retry-After within 3 s instead of hanging (a stopped server refuses the

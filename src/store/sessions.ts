@@ -56,7 +56,17 @@ function toSession(row: unknown): SessionRecord {
  */
 export function sessionRows(db: Queryable) {
   return {
-    /** Stores an attempt, then keeps only the newest `keepPerIp` of its address: a flood replaces its own rows. */
+    /**
+     * Stores an attempt, then keeps only the newest `keepPerIp` of its address: a flood replaces its own rows.
+     *
+     * The trim locks the address's rows in one order every trim shares (newest first, by columns that never change)
+     * before it deletes any: concurrent trims of one address then wait for each other instead of deadlocking, as they
+     * did when each locked its victims in its own order (PostgreSQL answered 40P01, the start a 500). Waiting, a trim
+     * holds nothing another trim has yet to take. The other writers of these rows never wait for a trim while holding
+     * one of them: the callback deletes a single row, and the sweep skips locked rows. The last trim to start sees
+     * every insert that came before it, so the bound is exact once starts settle. Expired rows of other addresses
+     * are the sweep's to delete.
+     */
     async saveLoginAttempt(
       idHash: string,
       attempt: LoginAttemptRecord,
@@ -64,16 +74,17 @@ export function sessionRows(db: Queryable) {
       ttlSeconds: number,
       keepPerIp: number,
     ): Promise<void> {
-      await db.query(`delete from auth_login_attempts where expires_at <= now()`);
       await db.query(
         `insert into auth_login_attempts (id_hash, state, nonce, code_verifier, return_to, client_ip, expires_at)
          values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
         [idHash, attempt.state, attempt.nonce, attempt.codeVerifier, attempt.returnTo, clientIp, ttlSeconds],
       );
+      // FOR UPDATE sits above the sort (and below OFFSET): rows are locked in this order, the kept ones included.
       await db.query(
         `delete from auth_login_attempts where id_hash in (
            select id_hash from auth_login_attempts where client_ip = $1
-           order by created_at desc, expires_at desc offset $2)`,
+           order by created_at desc, id_hash desc offset $2
+           for update)`,
         [clientIp, keepPerIp],
       );
     },
@@ -95,7 +106,7 @@ export function sessionRows(db: Queryable) {
       session: Omit<SessionRecord, 'expiresAt'> & { readonly idToken: string | null },
       ttlSeconds: number,
     ): Promise<SessionRecord> {
-      await db.query(`delete from auth_sessions where expires_at <= now()`);
+      // Expired sessions are the sweeper's to delete: a sign-in never waits on rows another caller holds.
       const [row] = await db.query(
         `insert into auth_sessions (id_hash, subject, name, email, roles, scopes, id_token, expires_at)
          values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, now() + make_interval(secs => $8))
@@ -161,7 +172,11 @@ export function sessionRows(db: Queryable) {
 
 /** Reclaims space: sessions that can never authenticate again (expired, idle too long, revoked) and stale sign-ins. */
 export async function deleteExpiredSessionRows(db: Queryable, idleSeconds: number): Promise<void> {
-  await db.query(`delete from auth_login_attempts where expires_at <= now()`);
+  // Rows a sign-in start has locked are skipped (the next sweep takes them): the sweep never waits for a start.
+  await db.query(
+    `delete from auth_login_attempts where id_hash in (
+       select id_hash from auth_login_attempts where expires_at <= now() for update skip locked)`,
+  );
   await db.query(
     `delete from auth_sessions
      where expires_at <= now() or revoked_at is not null or last_seen_at <= now() - make_interval(secs => $1)`,

@@ -9,10 +9,23 @@ import {
   type SessionStore,
 } from '../../auth/sessions.js';
 import type { Config } from '../../config.js';
-import { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from '../middleware/index.js';
+import { ANONYMOUS } from '../../domain/policy.js';
+import {
+  authCookies,
+  clientKey,
+  isForeignOrigin,
+  rateLimitHeaders,
+  readCookie,
+  serializeCookie,
+  trustedOrigins,
+  type Charge,
+  type RateBudget,
+} from '../middleware/index.js';
 import { bearerChallenge, sendProblem, unreadableRequest } from '../problems/index.js';
 
 const SIGN_IN_AGAIN = { href: '/auth/login', text: 'Sign in again' };
+/** Points a sign-in start spends from its address's rate budget: it stores a row, so it is priced as a REST write. */
+export const SIGN_IN_START_PRICE = 10;
 const HOME = { href: '/', text: 'Go to the home page' };
 /** The sign-out form: one hidden field. */
 const logoutForm = express.urlencoded({ extended: false, limit: '1kb', parameterLimit: 5 });
@@ -50,12 +63,27 @@ function page(res: Response, status: number, title: string, message: string, lin
     .send(errorPage({ title, message, ...(link ? { link } : {}) }));
 }
 
+/** A spent budget: a page for a browser, the API's problem for a client that asks for JSON. */
+function refuseSpentBudget(req: Request, res: Response, charge: Charge) {
+  const detail = `Too many sign-ins were started from this address; retry in ${charge.resetSeconds} seconds.`;
+  if (req.accepts(['html', 'application/problem+json', 'json']) === 'html') {
+    return page(res, 429, 'Too many sign-ins', detail);
+  }
+  sendProblem(req, res, 'RATE_LIMITED', detail);
+}
+
 /**
  * Browser sign-in (SPEC §7): /login → the issuer → /callback → a server-side session in an HttpOnly cookie;
  * /session reports it, /logout ends it everywhere. `login` is null when no web client is configured.
  */
-export function createAuthRouter(deps: { config: Config; sessions: SessionStore; login: BrowserLogin | null }) {
-  const { config, sessions, login } = deps;
+export function createAuthRouter(deps: {
+  config: Config;
+  sessions: SessionStore;
+  login: BrowserLogin | null;
+  /** The rate budget every transport spends from; sign-in starts spend their client address's. */
+  budget: RateBudget;
+}) {
+  const { config, sessions, login, budget } = deps;
   const cookies = authCookies(config.publicUrl);
   const trusted = trustedOrigins(config.publicUrl, config.corsOrigins);
   const redirectUri = `${config.publicUrl}/auth/callback`;
@@ -92,6 +120,11 @@ export function createAuthRouter(deps: { config: Config; sessions: SessionStore;
       if (req.query.returnTo !== undefined) there.searchParams.set('returnTo', returnTo);
       return res.redirect(303, there.href);
     }
+    // Anyone can start a sign-in and each start stores a row, so starts spend their address's budget, as anonymous
+    // API calls do; a refused one stores nothing and never reaches the issuer.
+    const charge = await budget.charge(clientKey(ANONYMOUS, req.ip), SIGN_IN_START_PRICE);
+    res.set(rateLimitHeaders(charge));
+    if (!charge.allowed) return refuseSpentBudget(req, res, charge);
     let started;
     try {
       started = await login.start();

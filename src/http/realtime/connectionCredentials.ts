@@ -42,14 +42,18 @@ export function connectionCredential(
   return sessionId === undefined ? undefined : { kind: 'session', id: sessionId };
 }
 
-/** How a refused credential closes the connection: graphql-ws's 4401, with the reason in words. */
+/**
+ * How a refused credential closes the connection: 4403 Forbidden, which graphql-ws's protocol reserves for a refused
+ * `connection_init` and its client retries (calling a `connectionParams` function again, so a refreshed token is
+ * sent). 4401 would be final: the client treats it as fatal whatever `shouldRetry` says.
+ */
 export function closeReasonFor(refusal: Refusal): [code: number, reason: string] {
   if (refusal.reason === 'session_ended')
-    return [CloseCode.Unauthorized, 'Unauthorized: the session has ended; sign in again'];
+    return [CloseCode.Forbidden, 'Forbidden: the session has ended; sign in again'];
   return [
-    CloseCode.Unauthorized,
+    CloseCode.Forbidden,
     refusal.reason === 'bound_token'
-      ? 'Unauthorized: DPoP-bound access tokens are not accepted over WebSocket; use a Bearer token'
-      : 'Unauthorized: the access token is not valid',
+      ? 'Forbidden: DPoP-bound access tokens are not accepted over WebSocket; use a Bearer token'
+      : 'Forbidden: the access token is not valid',
   ];
 }

@@ -20,8 +20,8 @@ const MAX_PAYLOAD_BYTES = 64 * 1024;
 
 /** WebSocket close codes: graphql-ws's own where the protocol has one, RFC 6455's otherwise. */
 const CLOSE = {
-  unauthorized: CloseCode.Unauthorized,
-  sessionEnded: CloseCode.Forbidden,
+  /** A credential refused, expired or ended: graphql-ws's client retries this one, with fresh connectionParams. */
+  forbidden: CloseCode.Forbidden,
   policy: 1008,
   goingAway: 1001,
   idle: 1000,
@@ -51,7 +51,7 @@ interface ConnectionState {
 /**
  * GraphQL subscriptions over WebSocket (the graphql-ws protocol) on /graphql. Credentials come in
  * `connection_init` (`{ "authorization": "Bearer …" }`) or as the browser session cookie; refused
- * ones close with 4401. Each connection and each principal hold a bounded number of subscriptions.
+ * ones close with 4403, as do expired ones. Each connection and each principal hold a bounded number of subscriptions.
  */
 export function createWebSocketServer(deps: {
   /** The one subscribe path, shared with the SSE transport. */
@@ -101,7 +101,7 @@ export function createWebSocketServer(deps: {
       // One child logger per connection: its operations share the connection's request id.
       log: () => (state.log ??= logger.child({ reqId: state.requestId })),
       ip: state.ip,
-      end: (why, message) => socket.close(why === 'expired' ? CLOSE.unauthorized : CLOSE.policy, message.slice(0, 120)),
+      end: (why, message) => socket.close(why === 'expired' ? CLOSE.forbidden : CLOSE.policy, message.slice(0, 120)),
     };
   };
 
@@ -148,7 +148,7 @@ export function createWebSocketServer(deps: {
         if (socket.readyState !== socket.OPEN) return false;
         state.principal = caller;
         state.unbindSession = streams.bindSession(credential.id, (reason) =>
-          socket.close(CLOSE.sessionEnded, reason.slice(0, 120)),
+          socket.close(CLOSE.forbidden, reason.slice(0, 120)),
         );
         return true;
       }
