@@ -10,8 +10,8 @@ import { codeOf, send, TRANSPORTS } from '../helpers/transports.js';
 /**
  * graphql-cop 1.15 (dolevf/graphql-cop, lib/tests/*.py), each probe sent as the tool sends it — its headers, its JSON
  * as Python's json.dumps writes it, its form and query-string encoding — and answered as each mode should answer.
- * The tool reports a probe when the answer matches what the comment above each test names; none of its HIGH or LOW
- * findings may fire in production. `docs/testing.md` says how to run the tool itself.
+ * The tool reports a probe when the answer matches its verdict in `reports` below; none of its findings may fire in
+ * production. `docs/testing.md` says how to run the tool itself.
  */
 
 /** lib/utils.py sends these with every request (config.py's User-Agent, and what python-requests adds). */
