@@ -51,7 +51,12 @@ export async function send(url: string, transport: Transport, op: Operation, tok
     const res =
       transport === 'post'
         ? await request(url).post('/graphql').set(auth(token)).set('accept', 'application/json').send(op)
-        : await request(url).get('/graphql').set(auth(token)).set('accept', 'application/json').query(searchParams(op));
+        : await request(url)
+            .get('/graphql')
+            .set(auth(token))
+            // What production asks of a GET that sends query text (Apollo's CSRF prevention; see cookieCsrf.ts).
+            .set({ accept: 'application/json', 'apollo-require-preflight': 'true' })
+            .query(searchParams(op));
     return { status: res.status, headers: res.headers as Record<string, string>, body: res.body as Outcome['body'] };
   }
   if (transport === 'sse') {

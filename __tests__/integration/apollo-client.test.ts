@@ -19,13 +19,18 @@ async function sha256(text: string): Promise<string> {
 interface Exchange {
   method: string;
   url: URL;
+  /** The request's Content-Type: Apollo Client sends one even on a GET, which keeps it from being a simple request. */
+  contentType: string | null;
   status: number;
   cacheControl: string | null;
   body: { data?: unknown; errors?: { extensions?: { code?: string } }[] };
 }
 
-/** The README's client (persisted-query link with GET over an HttpLink), with every HTTP exchange recorded. */
-function readmeClient(uri: string, token?: string) {
+/**
+ * The README's client (persisted-query link with GET over an HttpLink), with every HTTP exchange recorded; `link`
+ * `plain` replaces the persisted-query link with a plain HttpLink's options.
+ */
+function readmeClient(uri: string, token?: string, plain?: { useGETForQueries: boolean }) {
   const exchanges: Exchange[] = [];
   const recordingFetch: typeof fetch = async (input, init) => {
     const res = await fetch(input, init);
@@ -34,6 +39,7 @@ function readmeClient(uri: string, token?: string) {
     exchanges.push({
       method: init?.method ?? 'GET',
       url,
+      contentType: new Headers(init?.headers).get('content-type'),
       status: res.status,
       cacheControl: res.headers.get('cache-control'),
       body,
@@ -41,15 +47,15 @@ function readmeClient(uri: string, token?: string) {
     return res;
   };
   const cache = new InMemoryCache();
+  const http = new HttpLink({
+    uri,
+    fetch: recordingFetch,
+    ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
+    ...plain,
+  });
   const client = new ApolloClient({
     cache,
-    link: createPersistedQueryLink({ sha256, useGETForHashedQueries: true }).concat(
-      new HttpLink({
-        uri,
-        fetch: recordingFetch,
-        ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
-      }),
-    ),
+    link: plain ? http : createPersistedQueryLink({ sha256, useGETForHashedQueries: true }).concat(http),
   });
   return { client, cache, exchanges };
 }
@@ -87,6 +93,8 @@ function inlineEntities(store: NormalizedCacheObject, entityTypes: ReadonlySet<s
 
 describe('Apollo Client against the API', () => {
   let server: TestServer;
+  /** Production asks more of a GET (CSRF prevention); the same client must work there unchanged. */
+  let production: TestServer;
   let alice: string;
   let entityTypes: Set<string>;
   beforeAll(async () => {
@@ -109,6 +117,10 @@ describe('Apollo Client against the API', () => {
     const hasId = (t: (typeof types)[number]) =>
       t.fields!.some((f) => f.name === 'id' && f.type.kind === 'NON_NULL' && f.type.ofType?.name === 'ID');
     entityTypes = new Set(types.filter(hasId).map((t) => t.name));
+    production = await startTestServer(
+      { NODE_ENV: 'production', OIDC_ISSUER: server.running.app.issuer },
+      { sameDatabaseAs: server },
+    );
     // Every object type is an entity with `id: ID!`, except the roots and OrderItem, a value kept inside its Order.
     assert.deepEqual(
       types
@@ -118,7 +130,10 @@ describe('Apollo Client against the API', () => {
       ['Mutation', 'OrderItem', 'Query', 'Subscription'],
     );
   });
-  afterAll(() => server.close());
+  afterAll(async () => {
+    await production.close();
+    await server.close();
+  });
 
   test('every entity from the README queries and a mutation is normalized in InMemoryCache', async () => {
     const documents = readmeDocuments();
@@ -203,42 +218,60 @@ describe('Apollo Client against the API', () => {
     assert.deepEqual(store.ROOT_QUERY!.viewer, { __ref: viewerKey });
   });
 
-  test('the persisted-query link sends hashes over GET, and public data comes back cacheable', async () => {
-    const { client, exchanges } = readmeClient(`${server.url}/graphql`);
-    // A name of its own, so the hash is new to the server's persisted-query store (shared through Redis).
-    const catalogue = gql(`query Catalogue_${randomBytes(6).toString('hex')} { products { id sku name priceCents } }`);
-    const first = await client.query({ query: catalogue, fetchPolicy: 'network-only' });
-    assert.equal((first.data as { products: unknown[] }).products.length, 20);
-    const second = await client.query({ query: catalogue, fetchPolicy: 'network-only' });
-    assert.deepEqual(second.data, first.data);
+  test.each(['development', 'production'])(
+    '%s: the persisted-query link sends hashes over GET, and public data comes back cacheable',
+    async (mode) => {
+      const { client, exchanges } = readmeClient(`${(mode === 'production' ? production : server).url}/graphql`);
+      // A name of its own, so the hash is new to the server's persisted-query store (shared through Redis).
+      const catalogue = gql(
+        `query Catalogue_${randomBytes(6).toString('hex')} { products { id sku name priceCents } }`,
+      );
+      const first = await client.query({ query: catalogue, fetchPolicy: 'network-only' });
+      assert.equal((first.data as { products: unknown[] }).products.length, 20);
+      const second = await client.query({ query: catalogue, fetchPolicy: 'network-only' });
+      assert.deepEqual(second.data, first.data);
 
-    const summary = exchanges.map((e) => ({
-      method: e.method,
-      hashed: e.url.searchParams.has('extensions') || e.method === 'POST',
-      fullText: e.url.searchParams.has('query'),
-      status: e.status,
-      cacheControl: e.cacheControl,
-      code: e.body.errors?.[0]?.extensions?.code ?? null,
-    }));
-    assert.deepEqual(summary, [
-      // Unknown hash: Apollo's answer, then the link's one retry with the text, which registers it.
-      {
-        method: 'GET',
-        hashed: true,
-        fullText: false,
-        status: 200,
-        cacheControl: 'private, no-cache, must-revalidate',
-        code: 'PERSISTED_QUERY_NOT_FOUND',
-      },
-      { method: 'POST', hashed: true, fullText: false, status: 200, cacheControl: 'max-age=300, public', code: null },
-      // Known hash: a plain GET with no query text, which an HTTP cache or CDN may store for five minutes.
-      { method: 'GET', hashed: true, fullText: false, status: 200, cacheControl: 'max-age=300, public', code: null },
-    ]);
-    const hashedGet = exchanges[2]!.url;
-    const extensions = JSON.parse(hashedGet.searchParams.get('extensions')!) as {
-      persistedQuery: { version: number; sha256Hash: string };
-    };
-    assert.equal(extensions.persistedQuery.version, 1);
-    assert.match(extensions.persistedQuery.sha256Hash, /^[0-9a-f]{64}$/);
+      const summary = exchanges.map((e) => ({
+        method: e.method,
+        hashed: e.url.searchParams.has('extensions') || e.method === 'POST',
+        fullText: e.url.searchParams.has('query'),
+        status: e.status,
+        cacheControl: e.cacheControl,
+        code: e.body.errors?.[0]?.extensions?.code ?? null,
+      }));
+      assert.deepEqual(summary, [
+        // Unknown hash: Apollo's answer, then the link's one retry with the text, which registers it.
+        {
+          method: 'GET',
+          hashed: true,
+          fullText: false,
+          status: 200,
+          cacheControl: 'private, no-cache, must-revalidate',
+          code: 'PERSISTED_QUERY_NOT_FOUND',
+        },
+        { method: 'POST', hashed: true, fullText: false, status: 200, cacheControl: 'max-age=300, public', code: null },
+        // Known hash: a plain GET with no query text, which an HTTP cache or CDN may store for five minutes.
+        { method: 'GET', hashed: true, fullText: false, status: 200, cacheControl: 'max-age=300, public', code: null },
+      ]);
+      const hashedGet = exchanges[2]!.url;
+      const extensions = JSON.parse(hashedGet.searchParams.get('extensions')!) as {
+        persistedQuery: { version: number; sha256Hash: string };
+      };
+      assert.equal(extensions.persistedQuery.version, 1);
+      assert.match(extensions.persistedQuery.sha256Hash, /^[0-9a-f]{64}$/);
+    },
+  );
+
+  test('production: a query text sent by GET (useGETForQueries) runs, as Apollo Client sends it with a JSON Content-Type', async () => {
+    const { client, exchanges } = readmeClient(`${production.url}/graphql`, undefined, { useGETForQueries: true });
+    const { data } = await client.query({
+      query: gql('query Skus { products { id sku } }'),
+      fetchPolicy: 'network-only',
+    });
+    assert.equal((data as { products: unknown[] }).products.length, 20);
+    assert.deepEqual(
+      exchanges.map((e) => [e.method, e.url.searchParams.get('query')?.replace(/\s+/g, ' '), e.contentType, e.status]),
+      [['GET', 'query Skus { products { id sku __typename } }', 'application/json', 200]],
+    );
   });
 });

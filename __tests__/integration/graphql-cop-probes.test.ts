@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import type { Response as SuperResponse } from 'supertest';
 import { authCookies } from '../../src/http/middleware/index.js';
@@ -9,8 +10,8 @@ import { codeOf, send, TRANSPORTS } from '../helpers/transports.js';
 /**
  * graphql-cop 1.15 (dolevf/graphql-cop, lib/tests/*.py), each probe sent as the tool sends it — its headers, its JSON
  * as Python's json.dumps writes it, its form and query-string encoding — and answered as each mode should answer.
- * The tool reports a probe when the answer matches what the comment above each test names; none of its HIGH or LOW
- * findings may fire in production. `docs/testing.md` says how to run the tool itself.
+ * The tool reports a probe when the answer matches its verdict in `reports` below; none of its findings may fire in
+ * production. `docs/testing.md` says how to run the tool itself.
  */
 
 /** lib/utils.py sends these with every request (config.py's User-Agent, and what python-requests adds). */
@@ -82,6 +83,13 @@ const reports = {
   traceMode: (a: Answer) => JSON.stringify(a.json()).toLowerCase().includes('"tracing"'),
   unhandledError: (a: Answer) => Boolean(a.json().errors?.[0]?.extensions?.exception),
 };
+
+/** What production answers a GET whose query text could come from another site's page. */
+const FORGERY =
+  'This GET sends a query text and could be a cross-site request forgery. Send an Apollo-Require-Preflight: true or ' +
+  'X-Apollo-Operation-Name header (or Content-Type: application/json), name a persisted document ' +
+  '(extensions.persistedQuery.sha256Hash or documentId) instead of its text, or use POST.';
+const PREFLIGHTED = { 'apollo-require-preflight': 'true' };
 
 const DIRECTIVES = 'query cop { __typename @aa@aa@aa@aa@aa@aa@aa@aa@aa@aa }';
 const ONE_DIRECTIVE_ERROR =
@@ -257,10 +265,14 @@ describe('graphql-cop probes, in development and in production', () => {
     assert.equal(reports.fieldSuggestions(prod), false);
   });
 
-  test('GET-based mutation: 405, the mutation never runs, in both modes', async () => {
-    for (const [mode, url] of modes()) {
-      const res = await toolRequest(url, { params: { query: 'mutation cop {__typename}' } });
-      assert.equal(res.status, 405, mode);
+  test('GET-based mutation: never runs; 405 in development, refused as a possible forgery in production', async () => {
+    const params = { query: 'mutation cop {__typename}' };
+    const dev = await toolRequest(development.url, { params });
+    const prod = await toolRequest(production.url, { params });
+    // Production first asks a GET with a query text to show it is not cross-site; shown so, it is told to POST.
+    const shown = await toolRequest(production.url, { params, headers: PREFLIGHTED });
+    for (const res of [dev, shown]) {
+      assert.equal(res.status, 405);
       assert.equal(res.headers.allow, 'POST');
       assert.deepEqual(res.json(), {
         errors: [
@@ -270,24 +282,109 @@ describe('graphql-cop probes, in development and in production', () => {
           },
         ],
       });
-      assert.equal(reports.getBasedMutation(res), false);
     }
+    assert.equal(prod.status, 400);
+    assert.deepEqual(prod.json(), { errors: [{ message: FORGERY, extensions: { code: 'BAD_REQUEST' } }] });
+    for (const res of [dev, prod, shown]) assert.equal(reports.getBasedMutation(res), false);
   });
 
-  test('GET method support: queries run over GET without credentials; with the session cookie they are refused', async () => {
+  test('GET method support: development runs a plain GET; production refuses it, and with the session cookie both do', async () => {
+    const params = { query: 'query cop {__typename}' };
+    const dev = await toolRequest(development.url, { params });
+    assert.equal(dev.status, 200);
+    assert.deepEqual(dev.json().data, { __typename: 'Query' });
+    assert.equal(reports.getMethodSupport(dev), true, "development answers the GraphQL-over-HTTP spec's plain GET");
+
+    // Any page could make a browser send this GET (an <img>, a link): Apollo Server's CSRF prevention refuses it.
+    const prod = await toolRequest(production.url, { params });
+    assert.equal(prod.status, 400);
+    assert.equal(prod.headers['cache-control'], 'no-store');
+    assert.match(prod.headers['content-type']!, /^application\/json/);
+    assert.deepEqual(prod.json(), { errors: [{ message: FORGERY, extensions: { code: 'BAD_REQUEST' } }] });
+    assert.equal(reports.getMethodSupport(prod), false);
+
+    // A link that makes a signed-in browser send its cookie is refused in both modes, by the cookie's own rule.
     const cookie = `${authCookies(production.url).session}=stolen-by-a-cross-site-link`;
     for (const [mode, url] of modes()) {
-      // The GraphQL-over-HTTP spec's GET: a cookieless request carries no authority a forger could borrow.
-      const res = await toolRequest(url, { params: { query: 'query cop {__typename}' } });
-      assert.equal(res.status, 200, mode);
-      assert.deepEqual(res.json().data, { __typename: 'Query' });
-      // What graphql-cop's MEDIUM finding warns of: a link that makes a signed-in browser send its cookie.
-      const forged = await toolRequest(url, { params: { query: 'query cop {__typename}' }, headers: { cookie } });
+      const forged = await toolRequest(url, { params, headers: { cookie } });
       assert.equal(forged.status, 400, mode);
       assert.equal(forged.json().data, undefined);
       assert.equal(forged.json().errors?.[0]?.extensions?.code, 'BAD_REQUEST');
-      assert.match(forged.json().errors![0]!.message, /cross-site request forgery/);
+      assert.match(forged.json().errors![0]!.message, /carries the session cookie but could be a cross-site/);
     }
+  });
+
+  test('GET method support at its edge in production: what a cross-site page cannot send is served', async () => {
+    const params = { query: 'query cop {__typename}' };
+    const served: [string, Record<string, string>][] = [
+      ['Apollo-Require-Preflight', { 'apollo-require-preflight': 'true' }],
+      ['X-Apollo-Operation-Name', { 'x-apollo-operation-name': 'cop' }],
+      ['Content-Type: application/json', { 'content-type': 'application/json' }],
+      ['a JSON Content-Type with parameters', { 'content-type': 'application/json; charset=utf-8' }],
+      // Not CORS-safelisted either, so the browser would ask first; and a token is no cookie a forger could borrow.
+      ['an Authorization header', { authorization: `Bearer ${await development.token('alice')}` }],
+    ];
+    const refused: [string, Record<string, string>][] = [
+      ['an empty Apollo-Require-Preflight', { 'apollo-require-preflight': '' }],
+      ['an empty X-Apollo-Operation-Name', { 'x-apollo-operation-name': '' }],
+      ['Content-Type: text/plain', { 'content-type': 'text/plain' }],
+      ['a form Content-Type', { 'content-type': 'application/x-www-form-urlencoded' }],
+      ['Content-Type: multipart/form-data', { 'content-type': 'multipart/form-data; boundary=x' }],
+      ['an unrelated custom header', { 'x-requested-with': 'XMLHttpRequest' }],
+    ];
+    for (const [what, headers] of served) {
+      const res = await toolRequest(production.url, { params, headers });
+      assert.equal(res.status, 200, what);
+      assert.deepEqual(res.json().data, { __typename: 'Query' }, what);
+    }
+    for (const [what, headers] of refused) {
+      const res = await toolRequest(production.url, { params, headers });
+      assert.equal(res.status, 400, what);
+      assert.deepEqual(res.json(), { errors: [{ message: FORGERY, extensions: { code: 'BAD_REQUEST' } }] }, what);
+    }
+    // Each refusal and each answer under 24 concurrent callers.
+    const answers = await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        toolRequest(production.url, { params, headers: i % 2 ? PREFLIGHTED : {} }).then((res) => [i, res] as const),
+      ),
+    );
+    for (const [i, res] of answers) {
+      assert.equal(res.status, i % 2 ? 200 : 400);
+      if (i % 2) assert.deepEqual(res.json().data, { __typename: 'Query' });
+      else assert.equal(res.json().errors?.[0]?.message, FORGERY);
+    }
+  });
+
+  test('GET method support: a GET that names a persisted document stays plain in production', async () => {
+    // A text of this test's own, registered by POST as Apollo Client's persisted-query link does after a miss.
+    const query = `query cop_${randomUUID().replace(/-/g, '')} { __typename }`;
+    const sha256Hash = createHash('sha256').update(query).digest('hex');
+    const persistedQuery = { version: 1, sha256Hash };
+    const unknown = await toolRequest(production.url, { params: { extensions: JSON.stringify({ persistedQuery }) } });
+    assert.equal(unknown.json().errors?.[0]?.extensions?.code, 'PERSISTED_QUERY_NOT_FOUND');
+    const registered = await http(production.url)
+      .post('/graphql')
+      .set({ ...TOOL_HEADERS, 'content-type': 'application/json' })
+      .send({ query, extensions: { persistedQuery } });
+    assert.deepEqual(registered.body.data, { __typename: 'Query' });
+    const byName: Record<string, string>[] = [
+      { extensions: JSON.stringify({ persistedQuery }) },
+      // graphql-codegen's trusted-document id names the same document.
+      { documentId: `sha256:${sha256Hash}` },
+      // Apollo takes an empty query beside a hash for the hash alone.
+      { query: '', extensions: JSON.stringify({ persistedQuery }) },
+    ];
+    for (const params of byName) {
+      const res = await toolRequest(production.url, { params });
+      assert.equal(res.status, 200, JSON.stringify(params));
+      assert.deepEqual(res.json().data, { __typename: 'Query' });
+    }
+    // The text beside its hash is a text: it needs the header like any other.
+    const withText = await toolRequest(production.url, {
+      params: { query, extensions: JSON.stringify({ persistedQuery }) },
+    });
+    assert.equal(withText.status, 400);
+    assert.equal(withText.json().errors?.[0]?.message, FORGERY);
   });
 
   test('GraphiQL: development serves its IDEs; production has none at /graphql or /graphiql', async () => {
@@ -325,12 +422,16 @@ describe('graphql-cop probes, in development and in production', () => {
     assert.equal(reports.introspection(dev), true, 'development is meant to answer introspection');
     const prod = await graphQuery(production.url, query);
     assert.equal(prod.status, 200);
-    assert.equal(prod.json().data, undefined);
-    assert.ok(prod.json().errors?.length);
-    for (const error of prod.json().errors!) {
-      assert.match(error.message, /^GraphQL introspection has been disabled/);
-      assert.equal(error.extensions?.code, 'GRAPHQL_VALIDATION_FAILED');
-    }
+    // One error for the document, however many introspection fields it selects (here __schema, types, fields).
+    assert.deepEqual(prod.json(), {
+      errors: [
+        {
+          message: 'GraphQL introspection has been disabled, but the requested query contained the field "__schema".',
+          locations: [{ line: 1, column: 13 }],
+          extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+        },
+      ],
+    });
     assert.equal(reports.introspection(prod), false);
   });
 

@@ -12,7 +12,13 @@ import type { Authentication } from '../../auth/credentials.js';
 import type { Config } from '../../config.js';
 import { createContext, type Context } from '../../context.js';
 import type { Services } from '../../domain/services.js';
-import { authenticate, graphqlAuthFailure, refuseCookieCsrf, refuseForeignOrigins } from '../middleware/index.js';
+import {
+  authenticate,
+  graphqlAuthFailure,
+  refuseCookieCsrf,
+  refuseForeignOrigins,
+  refuseSimpleTextGets,
+} from '../middleware/index.js';
 import type { Metrics } from '../observability/index.js';
 import { createJitExecutor, createPolicyCache, type Pipeline } from '../pipeline/index.js';
 import { apolloMiddleware } from './apolloMount.js';
@@ -32,6 +38,12 @@ function isLandingPageRequest(req: Request): boolean {
     req.accepts(['json', 'html']) === 'html'
   );
 }
+
+/** The envelope's parse says whether a request sends its document as text rather than naming a persisted one. */
+const sendsText = (_req: Request, res: Response) => {
+  const { query } = res.locals.graphqlParams;
+  return typeof query === 'string' && query !== '';
+};
 
 /**
  * GraphQL over HTTP at /graphql: the envelope, cookie CSRF, the caller, persisted documents and the result cache in
@@ -63,7 +75,8 @@ export async function createGraphqlRouter(deps: {
     includeStacktraceInErrorResponses: false,
     // main.ts owns shutdown: Apollo must keep serving while in-flight requests drain.
     stopOnTerminationSignals: false,
-    // Apollo's rule would refuse simple GETs outright; refuseCookieCsrf applies it where it matters.
+    // Apollo's rule, applied where it matters: refuseCookieCsrf for the session cookie, refuseSimpleTextGets for
+    // query texts sent by GET in production (persisted documents stay plain GETs).
     csrfPrevention: false,
     // Apollo pretty-prints by default; compact JSON is smaller and faster.
     stringifyResult: resultCache ? (value) => resultCache.stringify(value) : (value) => JSON.stringify(value),
@@ -108,6 +121,7 @@ export async function createGraphqlRouter(deps: {
     ...(session ? [refuseCookieCsrf(session.cookieName, isLandingPageRequest)] : []),
     refuseForeignOrigins(deps.trustedOrigins),
     ...graphqlEnvelope({ bodyLimit: '100kb', landingPage: !config.isProduction }),
+    ...(config.isProduction ? [refuseSimpleTextGets(sendsText)] : []),
     authenticate(auth, graphqlAuthFailure),
     persistedDocuments(pipeline),
     ...(resultCache ? [resultCache.middleware(contextOf)] : []),

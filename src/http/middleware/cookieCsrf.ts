@@ -10,12 +10,15 @@ const SIMPLE_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/fo
  */
 const PREFLIGHTED_HEADERS = ['apollo-require-preflight', 'x-apollo-operation-name', 'x-graphql-event-stream-token'];
 
-/** A request a cross-site form, link or EventSource could send without the browser asking this server first. */
+/**
+ * A request a cross-site form, link or EventSource could send without the browser asking this server first: Apollo
+ * Server's csrfPrevention rule (a simple method and content type, none of the headers above with a value).
+ */
 function isSimpleRequest(req: Request): boolean {
   if (!SIMPLE_METHODS.has(req.method)) return false;
   const contentType = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
   if (contentType && !SIMPLE_TYPES.has(contentType)) return false;
-  return !req.headers.authorization && !PREFLIGHTED_HEADERS.some((name) => req.headers[name] !== undefined);
+  return !req.headers.authorization && !PREFLIGHTED_HEADERS.some((name) => Boolean(req.headers[name]));
 }
 
 function carriesCookie(header: string | undefined, name: string): boolean {
@@ -37,6 +40,27 @@ export function refuseCookieCsrf(sessionCookie: string, exempt: (req: Request) =
         'application/json, or an Apollo-Require-Preflight or X-Apollo-Operation-Name header.',
       'BAD_REQUEST',
       { status: 400 },
+    );
+  };
+}
+
+/**
+ * Apollo Server's default CSRF prevention, for the one kind of request it still has to stop once cookie CSRF is
+ * handled: a GET that sends its document as text, which any page could make a browser send (an <img>, a link).
+ * Production answers only those that show a preflight would have been asked for. A GET that names a persisted
+ * document (a hash or documentId, `sendsText` false) stays plain: it can only run a document the server already
+ * holds, and it is what CDNs cache and mobile apps send.
+ */
+export function refuseSimpleTextGets(sendsText: (req: Request, res: Response) => boolean) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.method !== 'GET' || !isSimpleRequest(req) || !sendsText(req, res)) return next();
+    sendGraphqlError(
+      req,
+      res,
+      'This GET sends a query text and could be a cross-site request forgery. Send an Apollo-Require-Preflight: ' +
+        'true or X-Apollo-Operation-Name header (or Content-Type: application/json), name a persisted document ' +
+        '(extensions.persistedQuery.sha256Hash or documentId) instead of its text, or use POST.',
+      'BAD_REQUEST',
     );
   };
 }

@@ -4,7 +4,7 @@
  * from http/ only problems/ and observability/.
  */
 export { authenticate, graphqlAuthFailure, problemAuthFailure, type AuthFailure } from './authenticate.js';
-export { refuseCookieCsrf, refuseForeignOrigins } from './cookieCsrf.js';
+export { refuseCookieCsrf, refuseForeignOrigins, refuseSimpleTextGets } from './cookieCsrf.js';
 export { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from './cookies.js';
 export { crossOrigin } from './crossOrigin.js';
 export { jsonBodyParser } from './jsonBody.js';

@@ -2,7 +2,6 @@ import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
 import {
   getOperationAST,
   GraphQLError,
-  NoSchemaIntrospectionCustomRule,
   parse,
   specifiedRules,
   validate,
@@ -23,6 +22,7 @@ import type { Metrics, Tally } from '../observability/index.js';
 import { clientError, formatError, formatResult, type ErrorPolicy } from '../problems/index.js';
 import { rememberedOperationCost } from './cost.js';
 import { createDeprecationMetric } from './deprecations.js';
+import { noIntrospection } from './introspection.js';
 import { directiveRulesOf, limitErrors, staticLimits } from './limits.js';
 import { boundedApqStore, loadManifest, sha256 } from './persistedDocuments.js';
 import { isRecord, namedHash, type OperationParams } from './requestParams.js';
@@ -81,12 +81,10 @@ export function createPipeline(deps: {
    * limits are a rule there as well as a screen before it (streaming transports screen, then validate).
    */
   const directives = directiveRulesOf(schema);
-  const rules: ValidationRule[] = [
-    staticLimits(limits, directives),
-    ...(config.isProduction ? [NoSchemaIntrospectionCustomRule] : []),
-  ];
+  const introspection = config.isProduction ? [noIntrospection] : [];
+  const rules: ValidationRule[] = [staticLimits(limits, directives), ...introspection];
   /** What validate() still has to check once limitErrors() has passed a document. */
-  const fullRules = [...specifiedRules, ...(config.isProduction ? [NoSchemaIntrospectionCustomRule] : [])];
+  const fullRules = [...specifiedRules, ...introspection];
 
   /**
    * The cheap checks first: parsing (bounded by MAX_TOKENS) and the static limits, a linear walk.

@@ -167,7 +167,7 @@ export const PROBLEM_TYPES = {
     title: 'Bad GraphQL request',
     slug: 'bad-request',
     description:
-      'The GraphQL request is not well-formed: a body or parameter that is not what GraphQL over HTTP expects, a mutation sent with GET, a subscription over plain HTTP, or a cookie-bearing request that could be forged.',
+      'The request is not well-formed GraphQL over HTTP (a bad body or parameter, a mutation sent with GET, a subscription over plain HTTP), or could be a cross-site forgery (the session cookie, or in production a GET with query text).',
   },
   GRAPHQL_PARSE_FAILED: {
     status: 400,
