@@ -2,7 +2,7 @@ import { createServer, maxHeaderSize, type IncomingMessage, type ServerResponse 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { createApp, type App } from './app.js';
-import { serveMetrics } from './http/observability/index.js';
+import { serveMetrics, type RefusalReason } from './http/observability/index.js';
 import {
   answerUnreadableRequest,
   connectionTable,
@@ -68,7 +68,7 @@ export async function startServer(
       // Already answered 429 when it connected: nothing read on it is served.
       if (table.isRefused(req.socket)) return;
       table.opened(req, res);
-      watchBody(req, res, bodyIdleTimeoutSeconds * 1000);
+      watchBody(req, res, { idleMs: bodyIdleTimeoutSeconds * 1000, onTimedOut: () => refused('request_timeout') });
       // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without exactly one Host.
       if (req.httpVersion === '1.1' && req.headers.host === undefined) {
         res.shouldKeepAlive = false;
@@ -79,10 +79,19 @@ export async function startServer(
       sendEarlyProblem(req, res, 'SERVICE_UNAVAILABLE', 'Starting up.', RETRY_LATER);
     },
   );
-  const table = connectionTable(server, { maxPerAddress: maxConnectionsPerIp });
+  // The app's metrics exist once it is built; a refusal before that is not counted.
+  const refused = (reason: RefusalReason) => app?.metrics.refusals.inc({ reason });
+  const table = connectionTable(server, {
+    maxPerAddress: maxConnectionsPerIp,
+    onRefused: () => refused('connections_per_ip'),
+  });
   server.on(
     'clientError',
-    answerUnreadableRequest(table, { maxHeaderBytes: maxHeaderSize, requestTimeoutMs: requestTimeoutSeconds * 1000 }),
+    answerUnreadableRequest(table, {
+      maxHeaderBytes: maxHeaderSize,
+      requestTimeoutMs: requestTimeoutSeconds * 1000,
+      onTimedOut: () => refused('request_timeout'),
+    }),
   );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -92,7 +101,7 @@ export async function startServer(
   const publicUrl = config.port === 0 ? config.publicUrl.replace(/:0$/, `:${port}`) : config.publicUrl;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
 
-  let app: App;
+  let app: App | undefined;
   try {
     app = await createApp({ config: { ...config, publicUrl }, db, logger, ...(redis ? { redis } : {}) });
   } catch (error) {

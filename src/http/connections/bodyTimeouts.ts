@@ -31,7 +31,11 @@ export function answerTimedOut(req: IncomingMessage, res: ServerResponse, detail
  * is only armed while a body is arriving. Bytes the app has not read yet (`readableLength`) mean the stall is ours,
  * not the client's: the timer starts again. The total bound is Node's `requestTimeout` (see `answerUnreadableRequest`).
  */
-export function watchBody(req: IncomingMessage, res: ServerResponse, idleMs: number): void {
+export function watchBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  { idleMs, onTimedOut }: { idleMs: number; onTimedOut?: () => void },
+): void {
   if (req.complete || !hasBody(req)) return;
   const { socket } = req;
   // Node emits 'timeout' on the request while its body is incomplete.
@@ -41,6 +45,7 @@ export function watchBody(req: IncomingMessage, res: ServerResponse, idleMs: num
       socket.setTimeout(idleMs);
       return;
     }
+    onTimedOut?.();
     answerTimedOut(req, res, `The request body sent nothing for ${idleMs / 1000} s.`);
   });
   // And on the response: listened to so that the idle timer, firing once the body is complete, only disarms itself
@@ -60,7 +65,7 @@ export function watchBody(req: IncomingMessage, res: ServerResponse, idleMs: num
  */
 export function answerUnreadableRequest(
   table: ConnectionTable,
-  opts: { maxHeaderBytes: number; requestTimeoutMs: number },
+  opts: { maxHeaderBytes: number; requestTimeoutMs: number; onTimedOut?: () => void },
 ) {
   return (error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void => {
     if (error.code === 'ECONNRESET' || !socket.writable) {
@@ -68,6 +73,7 @@ export function answerUnreadableRequest(
       return;
     }
     if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      opts.onTimedOut?.();
       const detail = `The request took longer than ${opts.requestTimeoutMs / 1000} s to arrive.`;
       const current = table.connections.get(socket as Socket)?.current;
       if (current?.req.complete) socket.destroy();
