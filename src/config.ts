@@ -185,7 +185,11 @@ function crossFieldProblems(env: NodeJS.ProcessEnv, opts: LoadConfigOptions): st
   const port = env.PORT?.trim() || '4000';
   if (env.METRICS_PORT?.trim() === port && port !== '0')
     problems.push('METRICS_PORT: must differ from PORT (metrics are never served on the public port)');
-  const seconds = (name: string, fallback: number) => (set(name) ? Number(env[name]) : fallback);
+  // Compared only when both are valid: a malformed one is reported on its own.
+  const seconds = (name: string, fallback: number) => {
+    const value = set(name) ? Number(env[name]) : fallback;
+    return Number.isInteger(value) && value >= 1 ? value : NaN;
+  };
   if (seconds('BODY_IDLE_TIMEOUT_S', 10) > seconds('REQUEST_TIMEOUT_S', 30))
     problems.push('BODY_IDLE_TIMEOUT_S: must not exceed REQUEST_TIMEOUT_S (a request is cut at that time anyway)');
   if (set('DATABASE_SCHEMA') && !set('DATABASE_URL'))
