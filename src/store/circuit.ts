@@ -1,11 +1,12 @@
 import { databaseUnavailable } from '../domain/errors.js';
 
 /**
- * The database circuit: "down" told apart from "busy". A connection attempt that fails (refused, unreachable, timed
- * out, or the server saying it cannot take connections now) opens it: from then on every call fails at once with the
- * domain's SERVICE_UNAVAILABLE (503 + Retry-After), callers already waiting for a connection included, instead of
- * each making its own attempt and waiting for it. A probe tries to connect every `retryMs` in the background; the
- * first that succeeds closes it. Waiting for a busy pool is not a failure of the database and opens nothing.
+ * The database circuit: "down" told apart from "busy". The adapter trips it when a connection attempt fails because
+ * the server is not there (refused, unresolvable, a TCP handshake unanswered, the server saying it cannot take
+ * connections now): from then on every call fails at once with the domain's SERVICE_UNAVAILABLE (503 +
+ * Retry-After), callers already waiting for a connection included, instead of each making its own attempt and
+ * waiting for it. A probe tries to connect every `retryMs` in the background; the first that succeeds closes it. A
+ * slow connection (a busy pool, a loaded server) is not the database being down, and the adapter does not trip it.
  */
 export function databaseCircuit(opts: {
   /** One real round trip to the database; rejects when it is still down. */

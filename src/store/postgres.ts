@@ -44,8 +44,12 @@ function boundedSocket(): Socket {
   return socket;
 }
 
-/** pg-pool's own message when the wait for a free client (the pool is busy, not the database down) runs out. */
-const POOL_WAIT_TIMED_OUT = 'timeout exceeded when trying to connect';
+/**
+ * pg-pool's messages for a connection that is slow rather than refused: the wait for a free client ran out (the pool
+ * is busy), or a new connection's TCP handshake succeeded but the server did not finish its start-up in time (a busy
+ * or loaded server). Neither opens the circuit: each fails only its own request, after the pool's 3 s.
+ */
+const SLOW_NOT_DOWN = /^(timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
 
 export async function openPostgres(url: string, schema?: string): Promise<Database> {
   if (schema) {
@@ -64,8 +68,8 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
     idleTimeoutMillis: 30_000,
     // Bounds the wait for a free client: with the database saturated a request is refused with 503 + Retry-After
     // within 3 s instead of hanging. Shorter, and a busy moment on a loaded host turns into 503s that a balancer then
-    // counts against a healthy replica. A database that is down is not waited for at all: see the circuit below.
-    // It also bounds a new connection's start-up once its TCP handshake is done (boundedSocket bounds that).
+    // counts against a healthy replica. It also bounds a new connection's start-up once its TCP handshake is done
+    // (boundedSocket bounds the handshake). A database that is down is not waited for at all: see the circuit.
     connectionTimeoutMillis: 3_000,
     stream: boundedSocket,
     types,
@@ -105,7 +109,7 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
     try {
       client = viaCircuit ? await circuit.wait(connecting, (late) => late.release()) : await connecting;
     } catch (error) {
-      if (isDatabaseUnavailable(error) && (error as Error).message !== POOL_WAIT_TIMED_OUT) circuit.trip(error);
+      if (isDatabaseUnavailable(error) && !SLOW_NOT_DOWN.test((error as Error).message)) circuit.trip(error);
       return translateDatabaseError(error);
     }
     // A checked-out client reports a lost connection to the query in progress and also emits it: unheard, that
