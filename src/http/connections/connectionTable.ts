@@ -23,7 +23,7 @@ export interface Connection {
  * connection from a balancer carries requests of many clients: so it is the socket's own remote address (an
  * IPv4-mapped IPv6 address counted as the IPv4 one), not the client address TRUST_PROXY gives a request.
  */
-export function peerAddress(socket: Socket): string | undefined {
+function peerAddress(socket: Socket): string | undefined {
   const address = socket.remoteAddress;
   return address?.startsWith('::ffff:') ? address.slice(7) : address;
 }

@@ -8,7 +8,7 @@ import type { ConnectionTable } from './connectionTable.js';
  * the listener must have accepted nothing before it closes: a request the client sent just before would otherwise
  * cross our close on the wire and meet a reset.
  */
-export const DRAIN_IDLE_GRACE_MS = 250;
+const DRAIN_IDLE_GRACE_MS = 250;
 const TICK_MS = 50;
 
 export interface DrainOutcome {

@@ -3,6 +3,7 @@
  * bodies (idle, and Node's request timeout answered as problem details), and the drain that ends a replica without
  * resetting a request. Used by the composition root (server.ts) only.
  */
-export { answerTimedOut, answerUnreadableRequest, CONNECTIONS_CHECK_MS, watchBody } from './bodyTimeouts.js';
-export { connectionTable, peerAddress, type Connection, type ConnectionTable } from './connectionTable.js';
-export { DRAIN_IDLE_GRACE_MS, drainConnections, type DrainOutcome } from './drain.js';
+export { CONNECTIONS_CHECK_MS, watchBody } from './bodyTimeouts.js';
+export { answerUnreadableRequest } from './clientErrors.js';
+export { connectionTable, type Connection, type ConnectionTable } from './connectionTable.js';
+export { drainConnections, type DrainOutcome } from './drain.js';
