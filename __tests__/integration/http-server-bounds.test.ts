@@ -211,9 +211,10 @@ function assertTimedOut(name: string, res: Exchange, limit: { idleMs: number } |
   assert.equal(problem.code, 'REQUEST_TIMEOUT');
   assert.equal(problem.type, '/problems/request-timeout');
   assert.equal(res.error, undefined, `${name}: the connection closed cleanly`);
-  // Not early: the limit is the limit.
-  if ('idleMs' in limit) assert.ok(res.afterLastByteMs >= limit.idleMs - 50, `${name} cut too early`);
-  else assert.ok(res.afterFirstByteMs >= limit.totalMs - 50, `${name} cut too early`);
+  // Not early. Node arms a timer from the event loop's cached clock, which a busy iteration leaves behind, so the
+  // cut may come a little before the limit by the client's clock: never by as much as the margin the cases keep.
+  if ('idleMs' in limit) assert.ok(res.afterLastByteMs >= limit.idleMs - MARGIN_MS, `${name} cut too early`);
+  else assert.ok(res.afterFirstByteMs >= limit.totalMs - MARGIN_MS, `${name} cut too early`);
 }
 
 describe('slow request bodies are cut with 408 problem details on every route that reads a body', () => {
@@ -283,13 +284,16 @@ describe('slow request bodies are cut with 408 problem details on every route th
     assert.equal((JSON.parse(headersOver.body) as Problem).code, 'REQUEST_TIMEOUT');
     for (const res of concurrent) assertTimedOut('one of 50 stalled at once', res, { idleMs });
 
-    const late = (xs: Exchange[], limitMs: number) => Math.max(...xs.map((x) => x.afterLastByteMs - limitMs));
+    const late = (xs: Exchange[], limitMs: number) => {
+      const offsets = xs.map((x) => x.afterLastByteMs - limitMs);
+      return `${Math.min(...offsets).toFixed(0)}…${Math.max(...offsets).toFixed(0)}`;
+    };
     console.log(
-      `408 after the limit: idle ≤ ${late(
+      `408 after the limit (min…max ms): idle ${late(
         idleOver.map((x) => x.res),
         idleMs,
-      ).toFixed(0)} ms, ` +
-        `50 at once ≤ ${late(concurrent, idleMs).toFixed(0)} ms; total: first byte → 408 ` +
+      )}, ` +
+        `50 at once ${late(concurrent, idleMs)}; total: first byte → 408 ` +
         `${Math.max(...totalOver.map((x) => x.res.afterFirstByteMs)).toFixed(0)} ms for a ${totalMs} ms limit`,
     );
   });
