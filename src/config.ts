@@ -240,7 +240,7 @@ export interface Config {
     readonly requestTimeoutSeconds: number;
     /** A request body that sends nothing for this long is cut with 408. */
     readonly bodyIdleTimeoutSeconds: number;
-    /** Connections one peer address may hold on this replica; the next is answered 429 and closed. */
+    /** Connections one peer address may hold on this replica; the next is answered 503 and closed. */
     readonly maxConnectionsPerIp: number;
   };
   /** One budget of points per client per window, spent by GraphQL cost and REST prices. */

@@ -65,7 +65,7 @@ export async function startServer(
       connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
     },
     (req, res) => {
-      // Already answered 429 when it connected: nothing read on it is served.
+      // Already answered 503 when it connected: nothing read on it is served.
       if (table.isRefused(req.socket)) return;
       table.opened(req, res);
       watchBody(req, res, { idleMs: bodyIdleTimeoutSeconds * 1000, onTimedOut: () => refused('request_timeout') });

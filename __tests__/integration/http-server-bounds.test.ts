@@ -325,13 +325,13 @@ describe('connections per client address', () => {
     socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     await eventually(
       'an answer',
-      async () => /\r\n\r\n\{"status":"ok"\}$/.test(seen.text) || /^HTTP\/1\.1 429/.test(seen.text),
+      async () => /\r\n\r\n\{"status":"ok"\}$/.test(seen.text) || /^HTTP\/1\.1 503/.test(seen.text),
       { everyMs: 20 },
     );
     return seen.text.split(' ')[1];
   }
 
-  test('1,000 idle sockets from one address: 256 are held, the rest answered 429 and closed cleanly; other addresses, and the same one after a release, are served', async () => {
+  test('1,000 idle sockets from one address: 256 are held, the rest answered 503 and closed cleanly; other addresses, and the same one after a release, are served', async () => {
     const ADDRESS = '127.0.0.3';
     const sockets = await Promise.all(Array.from({ length: 1000 }, () => open(ADDRESS)));
     const refused = await eventually(
@@ -346,13 +346,13 @@ describe('connections per client address', () => {
     for (const { seen } of refused) {
       assert.equal(seen.error, undefined, 'refused with an answer and a FIN, not a reset');
       const [head = '', body = ''] = seen.text.split('\r\n\r\n');
-      assert.match(head, /^HTTP\/1\.1 429 /);
+      assert.match(head, /^HTTP\/1\.1 503 /);
       assert.match(head, /\r\nContent-Type: application\/problem\+json\r\n/);
       assert.match(head, /\r\nRetry-After: 1\r\n/);
       assert.match(head, /\r\nConnection: close$/);
       const problem = JSON.parse(body) as Problem;
       assert.equal(problem.code, 'TOO_MANY_CONNECTIONS');
-      assert.equal(problem.status, 429);
+      assert.equal(problem.status, 503);
     }
     const held = sockets.filter((s) => !s.seen.ended);
     assert.equal(held.length, 256);
@@ -367,7 +367,7 @@ describe('connections per client address', () => {
     // The same address is still at its cap…
     const more = await open(ADDRESS);
     await more.ended;
-    assert.match(more.seen.text, /^HTTP\/1\.1 429 /);
+    assert.match(more.seen.text, /^HTTP\/1\.1 503 /);
     // …until it releases one.
     held[0]!.socket.destroy();
     const again = await eventually('a released place to be taken', async () => {

@@ -30,7 +30,7 @@ function peerAddress(socket: Socket): string | undefined {
 
 /**
  * Every connection the HTTP server accepts, counted per peer address: past `maxPerAddress`, a new connection is
- * answered 429 problem details at once and closed, before it can hold anything. Tracks which connections have a
+ * answered 503 problem details at once and closed, before it can hold anything. Tracks which connections have a
  * request open, for the drain.
  */
 export function connectionTable(server: Server, opts: { maxPerAddress: number; onRefused?: () => void }) {

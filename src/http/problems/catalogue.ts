@@ -227,11 +227,11 @@ export const PROBLEM_TYPES = {
       'The request did not arrive in time: its body sent nothing for BODY_IDLE_TIMEOUT_S seconds, or the whole request took longer than REQUEST_TIMEOUT_S. The connection is closed; send the request again.',
   },
   TOO_MANY_CONNECTIONS: {
-    status: 429,
+    status: 503,
     title: 'Too many connections',
     slug: 'too-many-connections',
     description:
-      'This client address already holds as many connections to this server as HTTP_MAX_CONNECTIONS_PER_IP allows, so this one was closed. Reuse an open connection (keep-alive) or close one, then retry.',
+      'This address holds as many connections to this server as HTTP_MAX_CONNECTIONS_PER_IP allows, so this one was closed (503, so a balancer tries another replica). Reuse an open connection or close one, then retry.',
   },
   TOO_MANY_SUBSCRIPTIONS: {
     status: 429,
