@@ -9,7 +9,7 @@ const into = (...names) => `^(\\.\\./)+(${names.join('|')})(/|\\.js$)`;
  * import that climbs into one is recognised by its name alone, from any depth.
  */
 const TRANSPORTS = ['graphql', 'realtime', 'rest', 'browser', 'scim'];
-const HTTP_FOLDERS = [...TRANSPORTS, 'pipeline', 'middleware', 'problems', 'observability'];
+const HTTP_FOLDERS = [...TRANSPORTS, 'pipeline', 'middleware', 'connections', 'problems', 'observability'];
 /** An import of another http/ folder's inside, past the index.ts that is its public face. */
 const PAST_INDEX = {
   regex: `^(\\.\\./)+(${HTTP_FOLDERS.join('|')})/(?!index\\.js$)`,
@@ -120,6 +120,22 @@ export default tseslint.config(
       }),
     },
   },
+  // The HTTP server's own connections (cap, body time bounds, drain): below every route, used by server.ts alone.
+  {
+    files: ['src/http/connections/**/*.ts'],
+    rules: {
+      'no-restricted-imports': layer({
+        patterns: [
+          intoHttp(
+            [...TRANSPORTS, 'pipeline', 'middleware'],
+            'connections/ works below every route: it imports no transport, the pipeline or middleware.',
+          ),
+          { regex: into('resolvers'), message: 'http/ is handed the schema; it imports nothing from resolvers/.' },
+          PAST_INDEX,
+        ],
+      }),
+    },
+  },
   ...[
     ['problems', 'observability'],
     ['observability', 'problems'],
@@ -129,7 +145,7 @@ export default tseslint.config(
       'no-restricted-imports': layer({
         patterns: [
           intoHttp(
-            [...TRANSPORTS, 'pipeline', 'middleware', other],
+            [...TRANSPORTS, 'pipeline', 'middleware', 'connections', other],
             `${self}/ is the bottom of http/: every other part imports it, and it imports none of them.`,
           ),
           { regex: into('resolvers'), message: 'http/ is handed the schema; it imports nothing from resolvers/.' },

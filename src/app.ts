@@ -58,6 +58,15 @@ export interface AppDeps {
 export async function createApp({ config, db, logger, redis }: AppDeps) {
   const metrics = createMetrics();
   db.onStatement = () => metrics.sqlStatements.inc();
+  db.onAvailability = (available, cause) => {
+    metrics.databaseUnreachable.set(available ? 0 : 1);
+    if (available) logger.info({ event: 'database.reachable' }, 'the database answers again');
+    else
+      logger.warn(
+        { event: 'database.unreachable', err: cause },
+        'the database does not take connections: requests are answered 503 at once until a probe connects',
+      );
+  };
   const bus = await createEventBus({ db, logger, pollMs: config.eventPollMs, ...(redis ? { redis } : {}) });
   // The result cache is flushed at commit on this replica, before the write's response leaves, and by the bus for
   // every other replica's writes; `resultCache` is set below, before any request can write.

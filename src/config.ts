@@ -126,6 +126,9 @@ const EnvSchema = z.object({
       .max(300, DRAIN_DELAY_PROBLEM)
       .optional(),
   ),
+  REQUEST_TIMEOUT_S: z.coerce.number().int().min(1).max(3600).default(30),
+  BODY_IDLE_TIMEOUT_S: z.coerce.number().int().min(1).max(3600).default(10),
+  HTTP_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().min(1).max(1_000_000).default(256),
   MAX_QUERY_DEPTH: z.coerce.number().int().min(1).max(100).default(12),
   MAX_ALIASES: z.coerce.number().int().min(0).max(1000).default(15),
   MAX_DIRECTIVES: z.coerce.number().int().min(0).max(1000).default(50),
@@ -182,6 +185,13 @@ function crossFieldProblems(env: NodeJS.ProcessEnv, opts: LoadConfigOptions): st
   const port = env.PORT?.trim() || '4000';
   if (env.METRICS_PORT?.trim() === port && port !== '0')
     problems.push('METRICS_PORT: must differ from PORT (metrics are never served on the public port)');
+  // Compared only when both are valid: a malformed one is reported on its own.
+  const seconds = (name: string, fallback: number) => {
+    const value = set(name) ? Number(env[name]) : fallback;
+    return Number.isInteger(value) && value >= 1 ? value : NaN;
+  };
+  if (seconds('BODY_IDLE_TIMEOUT_S', 10) > seconds('REQUEST_TIMEOUT_S', 30))
+    problems.push('BODY_IDLE_TIMEOUT_S: must not exceed REQUEST_TIMEOUT_S (a request is cut at that time anyway)');
   if (set('DATABASE_SCHEMA') && !set('DATABASE_URL'))
     problems.push('DATABASE_SCHEMA: only applies together with DATABASE_URL');
   return problems;
@@ -224,6 +234,15 @@ export interface Config {
    * sending before the socket closes. 5 in production, 0 elsewhere (tests and `npm start` stop at once).
    */
   readonly drainDelaySeconds: number;
+  /** Bounds of the HTTP server itself, below every route: time to receive a request, connections per address. */
+  readonly httpServer: {
+    /** A request (headers and body) must have arrived within this time; it is cut with 408 otherwise. */
+    readonly requestTimeoutSeconds: number;
+    /** A request body that sends nothing for this long is cut with 408. */
+    readonly bodyIdleTimeoutSeconds: number;
+    /** Connections one peer address may hold on this replica; the next is answered 503 and closed. */
+    readonly maxConnectionsPerIp: number;
+  };
   /** One budget of points per client per window, spent by GraphQL cost and REST prices. */
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number };
   /** How often each replica reads the event outbox for what Redis did not bring (or, without Redis, everything). */
@@ -325,6 +344,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     requestLogSample: e.REQUEST_LOG_SAMPLE,
     trustProxy: e.TRUST_PROXY,
     drainDelaySeconds: e.DRAIN_DELAY_S ?? (e.NODE_ENV === 'production' ? 5 : 0),
+    httpServer: {
+      requestTimeoutSeconds: e.REQUEST_TIMEOUT_S,
+      bodyIdleTimeoutSeconds: e.BODY_IDLE_TIMEOUT_S,
+      maxConnectionsPerIp: e.HTTP_MAX_CONNECTIONS_PER_IP,
+    },
     rateLimit: { points: e.RATE_LIMIT_POINTS, windowSeconds: e.RATE_LIMIT_WINDOW_S },
     // Tests run replicas without Redis, where the poll is the only path between them: they should not wait 5 s.
     eventPollMs: e.EVENT_POLL_MS ?? (e.NODE_ENV === 'test' ? 200 : 5000),

@@ -1,10 +1,16 @@
 import { createServer, maxHeaderSize, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createApp, type App } from './app.js';
-import { serveMetrics } from './http/observability/index.js';
-import { PROBLEM_TYPES, problemBody, RETRY_LATER } from './http/problems/index.js';
+import { serveMetrics, type RefusalReason } from './http/observability/index.js';
+import {
+  answerUnreadableRequest,
+  connectionTable,
+  CONNECTIONS_CHECK_MS,
+  drainConnections,
+  watchBody,
+} from './http/connections/index.js';
+import { rawProblem, RETRY_LATER, sendEarlyProblem } from './http/problems/index.js';
 import type { Config } from './config.js';
 import type { Database } from './store/db.js';
 import { openDatabase } from './store/open.js';
@@ -45,33 +51,48 @@ export async function startServer(
 
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
   let draining = false;
-  const inFlight = new Set<ServerResponse>();
-  // Node's own Host check answers a bare `400` with no body; the request handler answers it as problem details.
-  const server = createServer({ requireHostHeader: false }, (req, res) => {
-    // While draining, each response ends its connection so no idle keep-alive socket holds up the exit.
-    if (draining) res.shouldKeepAlive = false;
-    inFlight.add(res);
-    res.on('close', () => inFlight.delete(res));
-    // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without exactly one Host.
-    if (req.httpVersion === '1.1' && req.headers.host === undefined) {
-      res.shouldKeepAlive = false;
-      return sendEarlyProblem(req, res, 'MALFORMED_REQUEST', 'An HTTP/1.1 request must carry a Host header.');
-    }
-    if (handler) return handler(req, res);
-    sendEarlyProblem(req, res, 'SERVICE_UNAVAILABLE', 'Starting up.', RETRY_LATER);
+  const { requestTimeoutSeconds, bodyIdleTimeoutSeconds, maxConnectionsPerIp } = config.httpServer;
+  const server = createServer(
+    {
+      // Node's own Host check answers a bare `400` with no body; the request handler answers it as problem details.
+      requireHostHeader: false,
+      // Behind a load balancer, idle keep-alive connections must outlive the balancer's own idle timeout.
+      keepAliveTimeout: 65_000,
+      // One bound for the whole request, its headers included. Node checks it every connectionsCheckingInterval
+      // (30 s unless told), so a slow request would otherwise be cut up to that much late.
+      requestTimeout: requestTimeoutSeconds * 1000,
+      headersTimeout: requestTimeoutSeconds * 1000,
+      connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
+    },
+    (req, res) => {
+      // Already answered 503 when it connected: nothing read on it is served.
+      if (table.isRefused(req.socket)) return;
+      table.opened(req, res);
+      watchBody(req, res, { idleMs: bodyIdleTimeoutSeconds * 1000, onTimedOut: () => refused('request_timeout') });
+      // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without exactly one Host.
+      if (req.httpVersion === '1.1' && req.headers.host === undefined) {
+        res.shouldKeepAlive = false;
+        return sendEarlyProblem(req, res, 'MALFORMED_REQUEST', 'An HTTP/1.1 request must carry a Host header.');
+      }
+      if (draining) return refuseWhileDraining(req, res);
+      if (handler) return handler(req, res);
+      sendEarlyProblem(req, res, 'SERVICE_UNAVAILABLE', 'Starting up.', RETRY_LATER);
+    },
+  );
+  // The app's metrics exist once it is built; a refusal before that is not counted.
+  const refused = (reason: RefusalReason) => app?.metrics.refusals.inc({ reason });
+  const table = connectionTable(server, {
+    maxPerAddress: maxConnectionsPerIp,
+    onRefused: () => refused('connections_per_ip'),
   });
-  server.on('clientError', answerUnreadableRequest);
-  // Node counts a connection that has not sent a byte yet (a client's or a browser's preconnect) as busy, so
-  // closeIdleConnections() leaves it open: shutdown closes those itself, or they would hold it until DRAIN_TIMEOUT_MS.
-  const connections = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    connections.add(socket);
-    socket.once('close', () => connections.delete(socket));
-  });
-  // Behind a load balancer, idle keep-alive connections must outlive the balancer's own idle timeout.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.requestTimeout = 30_000;
+  server.on(
+    'clientError',
+    answerUnreadableRequest(table, {
+      maxHeaderBytes: maxHeaderSize,
+      requestTimeoutMs: requestTimeoutSeconds * 1000,
+      onTimedOut: () => refused('request_timeout'),
+    }),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -80,7 +101,7 @@ export async function startServer(
   const publicUrl = config.port === 0 ? config.publicUrl.replace(/:0$/, `:${port}`) : config.publicUrl;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
 
-  let app: App;
+  let app: App | undefined;
   try {
     app = await createApp({ config: { ...config, publicUrl }, db, logger, ...(redis ? { redis } : {}) });
   } catch (error) {
@@ -102,14 +123,20 @@ export async function startServer(
     }
   }
   handler = app.app;
-  server.on('upgrade', (req, socket, head) => {
+  server.on('upgrade', (req, socket: Socket, head) => {
+    if (table.isRefused(socket)) return;
     if (req.headers.host === undefined) {
       socket.end(rawProblem('MALFORMED_REQUEST', 'An HTTP/1.1 request must carry a Host header.', req.url ?? '/'));
       return;
     }
+    if (draining) {
+      socket.end(rawProblem('SERVICE_UNAVAILABLE', DRAINING, req.url ?? '/', RETRY_LATER));
+      return;
+    }
     const path = (req.url ?? '').split('?')[0];
-    if (path === '/graphql' && !draining) return app.websockets.handleUpgrade(req, socket, head);
-    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+    if (path !== '/graphql') return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+    table.upgrade(socket);
+    app.websockets.handleUpgrade(req, socket, head);
   });
 
   let closing: Promise<void> | null = null;
@@ -127,23 +154,21 @@ export async function startServer(
           await new Promise((resolve) => setTimeout(resolve, config.drainDelaySeconds * 1000));
         }
         draining = true;
-        for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+        // Each response still to be written ends its connection; anything read from now on is answered 503.
+        for (const { current } of table.connections.values()) {
+          if (current && !current.res.headersSent) current.res.shouldKeepAlive = false;
+        }
         // Upgraded sockets are no longer the HTTP server's: subscribers are told we are going away (1001).
         await app.websockets.close();
         // SSE streams never end by themselves; ended now, their clients resume elsewhere with Last-Event-ID.
         app.endStreams();
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeIdleConnections();
-        for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
-        const timer = setTimeout(() => {
+        const { cut } = await drainConnections(server, table, { timeoutMs: DRAIN_TIMEOUT_MS });
+        if (cut > 0) {
           logger.warn(
-            { connections: connections.size, seconds: DRAIN_TIMEOUT_MS / 1000 },
-            'requests still open after the drain timeout; closing their connections',
+            { connections: cut, seconds: DRAIN_TIMEOUT_MS / 1000 },
+            'requests still open after the drain timeout; their connections were closed',
           );
-          server.closeAllConnections();
-        }, DRAIN_TIMEOUT_MS);
-        await closed;
-        clearTimeout(timer);
+        }
         await app.close();
         await metricsServer?.close();
         if (redis) await closeRedis(redis);
@@ -154,65 +179,15 @@ export async function startServer(
   };
 }
 
-/** Problem details written before (or without) the Express app: starting up, or no Host. */
-function sendEarlyProblem(
-  req: IncomingMessage,
-  res: ServerResponse,
-  code: 'SERVICE_UNAVAILABLE' | 'MALFORMED_REQUEST',
-  detail: string,
-  headers: Readonly<Record<string, string>> = {},
-) {
-  const body = JSON.stringify(problemBody(code, detail, req.url ?? '/'));
-  res.writeHead(PROBLEM_TYPES[code].status, PROBLEM_TYPES[code].title, {
-    'Content-Type': 'application/problem+json',
-    'Content-Length': Buffer.byteLength(body),
-    'Cache-Control': 'no-store',
-    'X-Content-Type-Options': 'nosniff',
-    ...headers,
-  });
-  res.end(body);
-}
-
-/** The request target of the packet Node's parser failed on, when it starts with one (`GET /path HTTP/1.1`). */
-function requestTarget(error: { rawPacket?: unknown }): string {
-  const packet = Buffer.isBuffer(error.rawPacket) ? error.rawPacket.subarray(0, 4096).toString('latin1') : '';
-  return /^[A-Z]{1,20} (\/[\x21-\x7e]*) HTTP\/1\.[01]\r\n/.exec(packet)?.[1] ?? '/';
-}
+const DRAINING = 'This replica is shutting down; send the request again (elsewhere).';
 
 /**
- * A request Node's parser gave up on never reaches Express: without this, Node answers with a bare status line.
- * Headers over Node's limit (16 KB unless --max-http-header-size says otherwise) get 431 and anything else unreadable 400, as problem details like every other
- * error; a request that timed out keeps Node's plain 408, and a socket already gone gets nothing.
+ * A request read once the drain has begun: 503 with Retry-After, and its connection closes. The body is read (and
+ * dropped) first, as the idle and total bounds allow: closing with a body still arriving would reset the connection
+ * before the client reads the answer.
  */
-function answerUnreadableRequest(error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy();
-    return;
-  }
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
-    return;
-  }
-  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-  const code = tooLarge ? 'HEADERS_TOO_LARGE' : 'MALFORMED_REQUEST';
-  const detail = tooLarge
-    ? `The request line and headers exceed ${maxHeaderSize / 1024} KB.`
-    : 'The request could not be parsed as HTTP/1.1.';
-  socket.end(rawProblem(code, detail, requestTarget(error)));
-}
-
-/** A whole HTTP/1.1 problem-details response as text, for a socket no ServerResponse owns; it closes. */
-function rawProblem(code: 'HEADERS_TOO_LARGE' | 'MALFORMED_REQUEST', detail: string, instance: string): string {
-  const { status, title } = PROBLEM_TYPES[code];
-  const body = JSON.stringify(problemBody(code, detail, instance));
-  return [
-    `HTTP/1.1 ${status} ${title}`,
-    'Content-Type: application/problem+json',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    'Cache-Control: no-store',
-    'X-Content-Type-Options: nosniff',
-    'Connection: close',
-    '',
-    body,
-  ].join('\r\n');
+function refuseWhileDraining(req: IncomingMessage, res: ServerResponse): void {
+  res.shouldKeepAlive = false;
+  req.once('end', () => sendEarlyProblem(req, res, 'SERVICE_UNAVAILABLE', DRAINING, RETRY_LATER));
+  req.resume();
 }

@@ -90,7 +90,8 @@ describe('SIGKILL during 50 concurrent keyed POSTs', () => {
 
 describe('SIGTERM under load', () => {
   test('reports not-ready for DRAIN_DELAY_S while serving, then drains: no request fails', async () => {
-    const replica = await startReplica({ DATABASE_URL: cluster.url, DRAIN_DELAY_S: '2' });
+    // Long enough for a loaded machine to see /readyz turn 503 and send one more request inside the delay.
+    const replica = await startReplica({ DATABASE_URL: cluster.url, DRAIN_DELAY_S: '5' });
     const auth = await aliceToken(replica);
     const { body: order } = await createOrder(replica.url, auth, randomUUID()).expect(201);
     // The test plays the balancer: it stops sending new requests once /readyz says 503.

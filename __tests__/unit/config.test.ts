@@ -118,3 +118,32 @@ describe('configuration', () => {
     ]);
   });
 });
+
+describe('configuration of the HTTP server bounds', () => {
+  test('defaults: 30 s for a request, 10 s of body silence, 256 connections per address', () => {
+    assert.deepEqual(loadConfig({}).httpServer, {
+      requestTimeoutSeconds: 30,
+      bodyIdleTimeoutSeconds: 10,
+      maxConnectionsPerIp: 256,
+    });
+  });
+
+  test('whole seconds and counts from 1; the idle bound no longer than the request bound', () => {
+    assert.deepEqual(
+      loadConfig({ REQUEST_TIMEOUT_S: '1', BODY_IDLE_TIMEOUT_S: '1', HTTP_MAX_CONNECTIONS_PER_IP: '1' }).httpServer,
+      { requestTimeoutSeconds: 1, bodyIdleTimeoutSeconds: 1, maxConnectionsPerIp: 1 },
+    );
+    assert.deepEqual(
+      problemsOf({ REQUEST_TIMEOUT_S: '0', BODY_IDLE_TIMEOUT_S: '1.5', HTTP_MAX_CONNECTIONS_PER_IP: 'many' })
+        .map((p) => p.split(':')[0])
+        .sort(),
+      ['BODY_IDLE_TIMEOUT_S', 'HTTP_MAX_CONNECTIONS_PER_IP', 'REQUEST_TIMEOUT_S'],
+    );
+    assert.deepEqual(problemsOf({ BODY_IDLE_TIMEOUT_S: '31' }), [
+      'BODY_IDLE_TIMEOUT_S: must not exceed REQUEST_TIMEOUT_S (a request is cut at that time anyway)',
+    ]);
+    assert.deepEqual(problemsOf({ REQUEST_TIMEOUT_S: '5' }), [
+      'BODY_IDLE_TIMEOUT_S: must not exceed REQUEST_TIMEOUT_S (a request is cut at that time anyway)',
+    ]);
+  });
+});

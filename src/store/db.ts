@@ -13,4 +13,9 @@ export interface Database extends Queryable {
   close(): Promise<void>;
   /** Called once per SQL statement sent, for metrics. */
   onStatement?: () => void;
+  /**
+   * Called when the database server stops answering connections (the circuit opens: calls fail at once) and when it
+   * answers again. Never called for the embedded database.
+   */
+  onAvailability?: (available: boolean, cause?: unknown) => void;
 }

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
+import { Socket } from 'node:net';
 import pg from 'pg';
 import type { Database, Queryable } from './db.js';
 import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
-import { translateDatabaseError } from './unavailable.js';
+import { databaseCircuit } from './circuit.js';
+import { isDatabaseUnavailable, translateDatabaseError } from './unavailable.js';
 
 /** pg's parsers, except that timestamps stay text in the API's form (see isoTimestamp). */
 const types = {
@@ -14,6 +16,43 @@ const types = {
 
 /** Connections per pool: at most this many statements of one replica run at once. */
 export const POOL_SIZE = 10;
+
+/** A TCP connection to the database that is not established by then is given up: the server is not there. */
+const TCP_CONNECT_TIMEOUT_MS = 500;
+/** While the circuit is open, a probe tries to connect this often. */
+const PROBE_EVERY_MS = 500;
+const PROBE_QUERY_TIMEOUT_MS = 2_000;
+
+/**
+ * pg's socket, with a bound on the TCP handshake alone. A stopped server refuses at once, but a host that is gone
+ * (or a network that drops packets) answers nothing, and connect() would wait for the pool's whole timeout. The
+ * check runs after the event loop's poll phase (setImmediate), so a handshake the kernel has completed is never
+ * given up just because the loop was busy when the timer came due.
+ */
+function boundedSocket(): Socket {
+  const socket = new Socket();
+  const timer = setTimeout(
+    () =>
+      setImmediate(() => {
+        if (!socket.connecting) return;
+        const error = Object.assign(new Error(`connect timed out after ${TCP_CONNECT_TIMEOUT_MS} ms`), {
+          code: 'ETIMEDOUT',
+        });
+        socket.destroy(error);
+      }),
+    TCP_CONNECT_TIMEOUT_MS,
+  );
+  socket.once('connect', () => clearTimeout(timer));
+  socket.once('close', () => clearTimeout(timer));
+  return socket;
+}
+
+/**
+ * pg-pool's messages for a connection that is slow rather than refused: the wait for a free client ran out (the pool
+ * is busy), or a new connection's TCP handshake succeeded but the server did not finish its start-up in time (a busy
+ * or loaded server). Neither opens the circuit: each fails only its own request, after the pool's 3 s.
+ */
+const SLOW_NOT_DOWN = /^(timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
 
 export async function openPostgres(url: string, schema?: string): Promise<Database> {
   if (schema) {
@@ -30,16 +69,64 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
     connectionString: url,
     max: POOL_SIZE,
     idleTimeoutMillis: 30_000,
-    // Bounds both a new connection and the wait for a free one: with the database saturated or unreachable a
-    // request is refused with 503 + Retry-After within 3 s instead of hanging (a stopped server refuses the
-    // connection at once, so that case is answered at once). Shorter, and a busy moment on a loaded host
-    // turns into 503s that a balancer then counts against a healthy replica.
+    // Bounds the wait for a free client: with the database saturated a request is refused with 503 + Retry-After
+    // within 3 s instead of hanging. Shorter, and a busy moment on a loaded host turns into 503s that a balancer then
+    // counts against a healthy replica. It also bounds a new connection's start-up once its TCP handshake is done
+    // (boundedSocket bounds the handshake). A database that is down is not waited for at all: see the circuit.
     connectionTimeoutMillis: 3_000,
+    stream: boundedSocket,
     types,
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   // An idle client that loses its connection emits here; without a listener the process would crash.
   pool.on('error', () => undefined);
+
+  const circuit = databaseCircuit({
+    retryMs: PROBE_EVERY_MS,
+    probe: () =>
+      withClient(
+        async (client, discard) => {
+          // A connection kept from before the outage may hang rather than fail: the probe does not wait for it.
+          const probeQuery = { text: 'select 1', query_timeout: PROBE_QUERY_TIMEOUT_MS } as pg.QueryConfig;
+          await client.query(probeQuery).catch((error: Error) => {
+            discard(error);
+            throw error;
+          });
+        },
+        { viaCircuit: false },
+      ),
+    onChange: (open, cause) => db.onAvailability?.(!open, cause),
+  });
+
+  /**
+   * A pooled client for `fn`, through the circuit: a failure to connect opens it, and while it is open calls fail at
+   * once. `fn` calls `discard` when the connection must not be reused (pg-pool drops one whose connection broke).
+   */
+  async function withClient<T>(
+    fn: (client: pg.PoolClient, discard: (why: Error) => void) => Promise<T>,
+    { viaCircuit = true } = {},
+  ): Promise<T> {
+    if (viaCircuit) circuit.check();
+    const connecting = pool.connect();
+    let client: pg.PoolClient;
+    try {
+      client = viaCircuit ? await circuit.wait(connecting, (late) => late.release()) : await connecting;
+    } catch (error) {
+      if (isDatabaseUnavailable(error) && !SLOW_NOT_DOWN.test((error as Error).message)) circuit.trip(error);
+      return translateDatabaseError(error);
+    }
+    // A checked-out client reports a lost connection to the query in progress and also emits it: unheard, that
+    // would crash the process.
+    const onError = () => undefined;
+    client.on('error', onError);
+    let discarded: Error | undefined;
+    try {
+      return await fn(client, (why) => (discarded = why));
+    } finally {
+      client.off('error', onError);
+      client.release(discarded);
+    }
+  }
 
   const server = new URL(url);
   const db: Database = {
@@ -50,40 +137,38 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
       .slice(0, 16),
     async query<R>(sql: string, params?: readonly unknown[]) {
       db.onStatement?.();
-      const result = await pool.query(sql, params as unknown[] | undefined).catch(translateDatabaseError);
-      return result.rows as R[];
+      return withClient(async (client) => {
+        const result = await client.query(sql, params as unknown[] | undefined).catch(translateDatabaseError);
+        return result.rows as R[];
+      });
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
-      const client = await pool.connect().catch(translateDatabaseError);
-      const run = (sql: string, params?: readonly unknown[]) =>
-        client.query(sql, params as unknown[] | undefined).catch(translateDatabaseError);
-      const tx: Queryable = {
-        async query<R>(sql: string, params?: readonly unknown[]) {
-          db.onStatement?.();
-          return (await run(sql, params)).rows as R[];
-        },
-      };
-      let broken = false;
-      try {
+      return withClient(async (client, discard) => {
+        const run = (sql: string, params?: readonly unknown[]) =>
+          client.query(sql, params as unknown[] | undefined).catch(translateDatabaseError);
+        const tx: Queryable = {
+          async query<R>(sql: string, params?: readonly unknown[]) {
+            db.onStatement?.();
+            return (await run(sql, params)).rows as R[];
+          },
+        };
         await run('begin');
-        const value = await fn(tx);
-        await run('commit');
-        return value;
-      } catch (error) {
         try {
-          await client.query('rollback');
-        } catch {
-          broken = true;
+          const value = await fn(tx);
+          await run('commit');
+          return value;
+        } catch (error) {
+          // A connection whose rollback failed may still be inside the transaction: nobody else gets it.
+          await client.query('rollback').catch(discard);
+          throw error;
         }
-        throw error;
-      } finally {
-        client.release(broken);
-      }
+      });
     },
     async ping() {
-      await pool.query('select 1').catch(translateDatabaseError);
+      await withClient((client) => client.query('select 1').catch(translateDatabaseError));
     },
     async close() {
+      circuit.stop();
       await pool.end();
     },
   };

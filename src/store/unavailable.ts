@@ -1,8 +1,13 @@
 import { databaseUnavailable } from '../domain/errors.js';
 
-/** Socket-level failures: the server is not there, or the connection to it broke. */
+/**
+ * Socket-level failures: the server is not there, or the connection to it broke. A host name that no longer resolves
+ * (a database container that is gone takes its DNS name with it) is the same outage seen through DNS.
+ */
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
   'ECONNRESET',
   'ENOENT',
   'EPIPE',

@@ -73,6 +73,8 @@ export function graphqlEnvelope(opts: { bodyLimit: string; landingPage: boolean 
     },
     (req: Request, res: Response, next: NextFunction) => (req.method === 'POST' ? parseJson(req, res, next) : next()),
     (error: { type?: string; status?: number }, req: Request, res: Response, next: NextFunction) => {
+      // Already answered: a body the server cut off (408) has nothing more to say.
+      if (res.headersSent) return next(error);
       if (error.type === 'entity.too.large') {
         return sendGraphqlError(req, res, `The request body is larger than ${opts.bodyLimit}.`, 'PAYLOAD_TOO_LARGE', {
           status: 413,

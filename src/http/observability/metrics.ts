@@ -118,7 +118,8 @@ class TalliedHistogram {
 }
 
 /** Why a request or stream was turned away before any work: the protections, by name. */
-export type RefusalReason = 'rate_budget' | 'query_cost' | 'query_limits' | 'stream_limit';
+export type RefusalReason =
+  'rate_budget' | 'query_cost' | 'query_limits' | 'stream_limit' | 'connections_per_ip' | 'request_timeout';
 
 export function createMetrics() {
   const registry = new Registry();
@@ -172,6 +173,11 @@ export function createMetrics() {
     openSubscriptions: new Gauge({
       name: 'graphql_subscriptions_open',
       help: 'GraphQL subscriptions open on this replica (WebSocket and SSE).',
+      registers: [registry],
+    }),
+    databaseUnreachable: new Gauge({
+      name: 'database_unreachable',
+      help: '1 while the database server refuses or does not answer connections: requests are answered 503 at once.',
       registers: [registry],
     }),
     refusals: new Counter({

@@ -219,6 +219,20 @@ export const PROBLEM_TYPES = {
     description:
       'The operation asks for more objects than MAX_QUERY_COST allows; extensions.cost shows its cost and the limit.',
   },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    title: 'Request timeout',
+    slug: 'request-timeout',
+    description:
+      'The request did not arrive in time: its body sent nothing for BODY_IDLE_TIMEOUT_S seconds, or the whole request took longer than REQUEST_TIMEOUT_S. The connection is closed; send the request again.',
+  },
+  TOO_MANY_CONNECTIONS: {
+    status: 503,
+    title: 'Too many connections',
+    slug: 'too-many-connections',
+    description:
+      'This address holds as many connections to this server as HTTP_MAX_CONNECTIONS_PER_IP allows, so this one was closed (503, so a balancer tries another replica). Reuse an open connection or close one, then retry.',
+  },
   TOO_MANY_SUBSCRIPTIONS: {
     status: 429,
     title: 'Too many subscriptions',

@@ -17,5 +17,6 @@ export { mediaTypeFor, responseMediaType, sendGraphqlError, type GraphqlMediaTyp
 export { lastResort, routeNotFound } from './lastResort.js';
 export { problemPage, problemPages, sendProblem } from './problemDetails.js';
 export { restProblems, sendDomainProblem } from './translateDomainErrors.js';
+export { rawProblem, sendEarlyProblem } from './serverAnswers.js';
 export { isUnavailable, RETRY_LATER, UNAVAILABLE_STATUS } from './unavailable.js';
 export { refuseUnreadableGraphql, sendUnreadableProblem, unreadableRequest } from './unreadableRequests.js';

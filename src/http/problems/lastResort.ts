@@ -3,7 +3,7 @@ import { DomainError } from '../../domain/errors.js';
 import { sendProblem } from './problemDetails.js';
 import { sendDomainProblem } from './translateDomainErrors.js';
 import { isUnavailable } from './unavailable.js';
-import { sendUnreadableProblem } from './unreadableRequests.js';
+import { sendUnreadableProblem, unreadableRequest } from './unreadableRequests.js';
 
 /** After every route: nothing is served here. */
 export function routeNotFound(req: Request, res: Response): void {
@@ -16,6 +16,8 @@ export function routeNotFound(req: Request, res: Response): void {
  * client's, and anything else is a 500 that names the request id and is logged.
  */
 export function lastResort(error: unknown, req: Request, res: Response, next: NextFunction): void {
+  // A body cut short after the server had answered it (408 for a body that stalled): nothing is left to say.
+  if (res.writableEnded && unreadableRequest(error, 'the limit')) return;
   if (res.headersSent) return next(error);
   if (error instanceof DomainError && isUnavailable(error)) return sendDomainProblem(req, res, error);
   if (sendUnreadableProblem(req, res, error, 'the limit')) return;

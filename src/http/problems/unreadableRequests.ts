@@ -65,7 +65,7 @@ export function sendUnreadableProblem(req: Request, res: Response, error: unknow
 export function refuseUnreadableGraphql(bodyLimit: string) {
   return (error: unknown, req: Request, res: Response, next: NextFunction) => {
     const refused = unreadableRequest(error, bodyLimit);
-    if (!refused) return next(error);
+    if (!refused || res.headersSent) return next(error);
     sendGraphqlError(req, res, refused.detail, UNREADABLE_GRAPHQL_CODES[refused.status], { status: refused.status });
   };
 }
