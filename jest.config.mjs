@@ -33,6 +33,7 @@ export default {
   // Generous: only a hung test should ever reach it, also on a loaded machine.
   testTimeout: 120_000,
   // Files spend much of their time waiting (sockets, child processes, the browser): on 2 cores, 4 at once keeps both
-  // busy. Measured: PGlite 151 s → 101 s, PostgreSQL + Redis 76 s → 61 s.
+  // busy. Measured: PGlite 151 s → 101 s, PostgreSQL + Redis 76 s → 61 s. How long `npm test` takes now, and how that
+  // was measured (a fresh clone, a cold cache, CPU and wall with the load average): docs/testing.md#how-long-it-takes.
   maxWorkers: 4,
 };
