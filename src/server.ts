@@ -3,13 +3,14 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createApp, type App } from './app.js';
-import { serveMetrics } from './http/observability/index.js';
+import { serveMetrics, startTracing } from './http/observability/index.js';
 import { PROBLEM_TYPES, problemBody, RETRY_LATER } from './http/problems/index.js';
 import type { Config } from './config.js';
 import type { Database } from './store/db.js';
 import { openDatabase } from './store/open.js';
 import { migrate } from './store/migrations.js';
 import { closeRedis, openRedis } from './store/redis.js';
+import { traceRedisCommands } from './store/redisSpans.js';
 import { seed } from './store/seed.js';
 
 const DRAIN_TIMEOUT_MS = 10_000;
@@ -36,6 +37,9 @@ export async function startServer(
   /** An open database to use instead of config.database; the caller keeps ownership and closes it. */
   opts: { db?: Database } = {},
 ): Promise<RunningServer> {
+  // Before anything that makes spans; with tracing off this loads nothing.
+  const stopTracing = await startTracing(config.tracing, logger);
+  const stopRedisSpans = config.tracing.enabled ? traceRedisCommands() : () => undefined;
   const db = opts.db ?? (await openDatabase(config.database));
   const closeDb = opts.db ? async () => undefined : () => db.close();
   const applied = await migrate(db);
@@ -87,6 +91,8 @@ export async function startServer(
     server.close();
     if (redis) await closeRedis(redis);
     await closeDb();
+    stopRedisSpans();
+    await stopTracing();
     throw error;
   }
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
@@ -98,6 +104,8 @@ export async function startServer(
       await app.close();
       if (redis) await closeRedis(redis);
       await closeDb();
+      stopRedisSpans();
+      await stopTracing();
       throw error;
     }
   }
@@ -148,6 +156,9 @@ export async function startServer(
         await metricsServer?.close();
         if (redis) await closeRedis(redis);
         await closeDb();
+        // Last: what the drain still traced is exported before the process exits.
+        stopRedisSpans();
+        await stopTracing();
       })();
       return closing;
     },

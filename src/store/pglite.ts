@@ -2,7 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Database, Queryable } from './db.js';
+import { statementEnded, statementSpan } from './statementSpans.js';
 import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
+
+/** Statement spans' attributes for the embedded engine: PostgreSQL, in this process (no server address). */
+const ENGINE = { 'db.system.name': 'postgresql', 'orders.db.engine': 'pglite' } as const;
 
 /**
  * Embedded PostgreSQL: one connection, which PGlite itself serializes around transactions. `loadDataDir` starts it
@@ -25,16 +29,30 @@ export async function openPglite(dataDir: string | 'memory', opts: { loadDataDir
     identity: randomUUID(),
     async query<R>(sql: string, params?: readonly unknown[]) {
       db.onStatement?.();
-      const result = await pglite.query<R>(sql, params as unknown[] | undefined);
-      return result.rows;
+      const span = statementSpan(sql, ENGINE);
+      try {
+        const result = await pglite.query<R>(sql, params as unknown[] | undefined);
+        statementEnded(span);
+        return result.rows;
+      } catch (error) {
+        statementEnded(span, error);
+        throw error;
+      }
     },
     transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       return pglite.transaction(async (inner) => {
         const tx: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
             db.onStatement?.();
-            const result = await inner.query<R>(sql, params as unknown[] | undefined);
-            return result.rows;
+            const span = statementSpan(sql, ENGINE);
+            try {
+              const result = await inner.query<R>(sql, params as unknown[] | undefined);
+              statementEnded(span);
+              return result.rows;
+            } catch (error) {
+              statementEnded(span, error);
+              throw error;
+            }
           },
         };
         return fn(tx);

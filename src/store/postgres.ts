@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Database, Queryable } from './db.js';
+import { statementEnded, statementSpan } from './statementSpans.js';
 import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
 import { translateDatabaseError } from './unavailable.js';
 
@@ -39,6 +40,15 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
   pool.on('error', () => undefined);
 
   const server = new URL(url);
+  // Statement spans' attributes (OpenTelemetry's PostgreSQL conventions: the namespace is database|schema).
+  const database = decodeURIComponent(server.pathname.slice(1)) || 'postgres';
+  const engine = {
+    'db.system.name': 'postgresql',
+    'db.namespace': schema ? `${database}|${schema}` : database,
+    'server.address': server.hostname,
+    'server.port': Number(server.port || 5432),
+    'orders.db.engine': 'postgres',
+  } as const;
   const db: Database = {
     kind: 'postgres',
     identity: createHash('sha256')
@@ -47,8 +57,15 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
       .slice(0, 16),
     async query<R>(sql: string, params?: readonly unknown[]) {
       db.onStatement?.();
-      const result = await pool.query(sql, params as unknown[] | undefined).catch(translateDatabaseError);
-      return result.rows as R[];
+      const span = statementSpan(sql, engine);
+      try {
+        const result = await pool.query(sql, params as unknown[] | undefined).catch(translateDatabaseError);
+        statementEnded(span);
+        return result.rows as R[];
+      } catch (error) {
+        statementEnded(span, error);
+        throw error;
+      }
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       const client = await pool.connect().catch(translateDatabaseError);
@@ -57,7 +74,15 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
       const tx: Queryable = {
         async query<R>(sql: string, params?: readonly unknown[]) {
           db.onStatement?.();
-          return (await run(sql, params)).rows as R[];
+          const span = statementSpan(sql, engine);
+          try {
+            const rows = (await run(sql, params)).rows as R[];
+            statementEnded(span);
+            return rows;
+          } catch (error) {
+            statementEnded(span, error);
+            throw error;
+          }
         },
       };
       let broken = false;
