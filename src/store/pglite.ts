@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Database, Queryable } from './db.js';
-import { statementEnded, statementSpan } from './statementSpans.js';
+import { traced } from './statementSpans.js';
 import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
 
 /** Statement spans' attributes for the embedded engine: PostgreSQL, in this process (no server address). */
@@ -29,30 +29,16 @@ export async function openPglite(dataDir: string | 'memory', opts: { loadDataDir
     identity: randomUUID(),
     async query<R>(sql: string, params?: readonly unknown[]) {
       db.onStatement?.();
-      const span = statementSpan(sql, ENGINE);
-      try {
-        const result = await pglite.query<R>(sql, params as unknown[] | undefined);
-        statementEnded(span);
-        return result.rows;
-      } catch (error) {
-        statementEnded(span, error);
-        throw error;
-      }
+      const result = await traced(sql, ENGINE, () => pglite.query<R>(sql, params as unknown[] | undefined));
+      return result.rows;
     },
     transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       return pglite.transaction(async (inner) => {
         const tx: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
             db.onStatement?.();
-            const span = statementSpan(sql, ENGINE);
-            try {
-              const result = await inner.query<R>(sql, params as unknown[] | undefined);
-              statementEnded(span);
-              return result.rows;
-            } catch (error) {
-              statementEnded(span, error);
-              throw error;
-            }
+            const result = await traced(sql, ENGINE, () => inner.query<R>(sql, params as unknown[] | undefined));
+            return result.rows;
           },
         };
         return fn(tx);

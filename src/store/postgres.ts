@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Database, Queryable } from './db.js';
-import { statementEnded, statementSpan } from './statementSpans.js';
+import { traced } from './statementSpans.js';
 import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
 import { translateDatabaseError } from './unavailable.js';
 
@@ -57,15 +57,10 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
       .slice(0, 16),
     async query<R>(sql: string, params?: readonly unknown[]) {
       db.onStatement?.();
-      const span = statementSpan(sql, engine);
-      try {
-        const result = await pool.query(sql, params as unknown[] | undefined).catch(translateDatabaseError);
-        statementEnded(span);
-        return result.rows as R[];
-      } catch (error) {
-        statementEnded(span, error);
-        throw error;
-      }
+      const result = await traced(sql, engine, () =>
+        pool.query(sql, params as unknown[] | undefined).catch(translateDatabaseError),
+      );
+      return result.rows as R[];
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       const client = await pool.connect().catch(translateDatabaseError);
@@ -74,15 +69,7 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
       const tx: Queryable = {
         async query<R>(sql: string, params?: readonly unknown[]) {
           db.onStatement?.();
-          const span = statementSpan(sql, engine);
-          try {
-            const rows = (await run(sql, params)).rows as R[];
-            statementEnded(span);
-            return rows;
-          } catch (error) {
-            statementEnded(span, error);
-            throw error;
-          }
+          return (await traced(sql, engine, () => run(sql, params))).rows as R[];
         },
       };
       let broken = false;

@@ -113,9 +113,9 @@ function describe(sql: string): Statement {
  * A client span for one statement sent inside a traced operation, by OpenTelemetry's database conventions: named by
  * its summary (`SELECT orders`), with `db.system.name` and the engine's own attributes (`engine`), the operation and
  * the sanitized text; never a parameter's value. Undefined (and nothing done) when tracing is off or no span is
- * active: the event bus's poll and the sweeper's deletes make no traces of their own. End it with `statementEnded`.
+ * active: the event bus's poll and the sweeper's deletes make no traces of their own.
  */
-export function statementSpan(sql: string, engine: Attributes): Span | undefined {
+function statementSpan(sql: string, engine: Attributes): Span | undefined {
   if (!tracing.enabled) return undefined;
   const statement = describe(sql);
   const span = tracing.start(statement.summary, { kind: 'client', requireParent: true, attributes: engine });
@@ -124,12 +124,25 @@ export function statementSpan(sql: string, engine: Attributes): Span | undefined
 }
 
 /** Ends a statement's span; a failure is recorded by its SQLSTATE or error code, never its message (it can quote data). */
-export function statementEnded(span: Span | undefined, error?: unknown): void {
-  if (!span) return;
+function statementEnded(span: Span, error?: unknown): void {
   if (error !== undefined) {
     const code = (error as { code?: unknown }).code;
     if (typeof code === 'string') span.setAttribute('db.response.status_code', code);
     tracing.fail(span, typeof code === 'string' ? code : 'Error');
   }
   span.end();
+}
+
+/** Sends one statement (`send`) inside its span, when there is one to make. */
+export async function traced<T>(sql: string, engine: Attributes, send: () => Promise<T>): Promise<T> {
+  const span = statementSpan(sql, engine);
+  if (!span) return send();
+  try {
+    const result = await send();
+    statementEnded(span);
+    return result;
+  } catch (error) {
+    statementEnded(span, error);
+    throw error;
+  }
 }
