@@ -49,6 +49,8 @@ try {
     RATE_LIMIT_POINTS: process.env.RATE_LIMIT_POINTS ?? '1000000000',
     // The result-cache mix runs a replica of its own with RESULT_CACHE=on.
     ...(process.env.RESULT_CACHE ? { RESULT_CACHE: process.env.RESULT_CACHE } : {}),
+    // The tracing bench's replicas: OpenTelemetry's standard variables, as the process was given them.
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('OTEL_'))),
     // The fan-out bench opens thousands of WebSockets from one address.
     ...(process.env.WS_MAX_PER_IP ? { WS_MAX_PER_IP: process.env.WS_MAX_PER_IP } : {}),
     ...(externalIssuer

@@ -11,6 +11,7 @@
  *                    [--only recentOrders-20,products-get] [--no-production] [--no-development] [--profile] [--check 0.25]
  *
  * `npm run bench -- --fanout [...]` runs the subscription fan-out bench instead (bench/fanout.ts).
+ * `npm run bench -- --tracing [...]` measures what tracing costs (bench/tracing.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
@@ -42,6 +43,12 @@ if (process.argv.includes('--abuse')) {
   process.exit(await runAbuse(process.argv.slice(2).filter((a) => a !== '--abuse')));
 }
 
+// What tracing costs: off against on at 100 % and at 1 % sampling (see bench/tracing.ts).
+if (process.argv.includes('--tracing')) {
+  const { runTracing } = await import('./tracing.js');
+  process.exit(await runTracing(process.argv.slice(2).filter((a) => a !== '--tracing')));
+}
+
 /** The result-cache scenario's name for --only: 95 % reads of the list of 100, 5 % writes, RESULT_CACHE=on. */
 const MIX_NAME = 'cache-mix';
 
@@ -61,6 +68,7 @@ const USAGE = `usage: npm run bench -- [options]
   --check <ratio>     exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors
   --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)
   --abuse             send each hostile GraphQL document for 30 s beside normal traffic (--seconds <s>)
+  --tracing           CPU per request with tracing off, on at 100 % and at 1 % sampling (--rounds, --requests)
 
 scenarios (--only):
 ${scenarioCatalogue()

@@ -26,8 +26,15 @@ import {
   securityHeaders,
   trustedOrigins,
 } from './http/middleware/index.js';
-import { countingRefusals, createMetrics, probes, recordRequests, requestLog } from './http/observability/index.js';
-import { createPipeline } from './http/pipeline/index.js';
+import {
+  countingRefusals,
+  createMetrics,
+  probes,
+  recordRequests,
+  requestLog,
+  traceRequests,
+} from './http/observability/index.js';
+import { createPipeline, withResolverSpans } from './http/pipeline/index.js';
 import { lastResort, problemPages, routeNotFound } from './http/problems/index.js';
 import {
   createSharedExecution,
@@ -46,6 +53,7 @@ import { deleteOldEvents } from './store/events.js';
 import { deleteExpiredKeys } from './store/idempotency.js';
 import { createStorage } from './store/repositories.js';
 import { createSweeper } from './store/sweeper.js';
+import { tracing } from './tracing.js';
 
 export interface AppDeps {
   readonly config: Config;
@@ -79,7 +87,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     listen: (listener) => bus.listen(listener),
   };
   const services = createServices(createStorage(db), events);
-  const schema = buildSchema();
+  // Resolver spans are for debugging only (OTEL_GRAPHQL_RESOLVER_SPANS): the schema's resolvers are wrapped once.
+  const schema = tracing.resolverSpans ? withResolverSpans(buildSchema()) : buildSchema();
   const budget = countingRefusals(
     createRateBudget({ ...config.rateLimit, redis, namespace: db.identity, logger }),
     metrics,
@@ -178,6 +187,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   const probe = probes({ db, redis, draining: () => draining });
   const app = express();
   app.disable('x-powered-by');
+  // First, so that everything after it (the request log included) runs inside the request's span.
+  if (tracing.enabled) app.use(traceRequests());
   app.use(securityHeaders());
   // Resources set strong validators of their own; hashing every body for a weak one costs time.
   app.set('etag', false);

@@ -23,6 +23,93 @@ const httpUrl = (name: string) =>
     }, `${name} must be an http(s) URL without query or fragment`)
     .transform((v) => v.replace(/\/+$/, ''));
 
+/** `key=value` pairs separated by commas, values percent-encoded (W3C Baggage's format, as OTEL_RESOURCE_ATTRIBUTES). */
+function keyValuePairs(name: string) {
+  return optionalString.transform((raw, ctx) => {
+    const pairs: Record<string, string> = {};
+    for (const item of (raw ?? '').split(',')) {
+      if (!item.trim()) continue;
+      const at = item.indexOf('=');
+      const key = at > 0 ? item.slice(0, at).trim() : '';
+      let value: string | undefined;
+      try {
+        value = at > 0 ? decodeURIComponent(item.slice(at + 1).trim()) : undefined;
+      } catch {
+        value = undefined;
+      }
+      if (!key || value === undefined || !/^[\x21-\x7e]+$/.test(key)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${name} must be comma-separated key=value pairs (values percent-encoded)`,
+        });
+        return z.NEVER;
+      }
+      pairs[key] = value;
+    }
+    return pairs;
+  });
+}
+
+const otlpProtocol = (name: string) =>
+  optionalString.pipe(
+    z
+      .enum(['http/protobuf', 'http/json'], {
+        error: `${name} must be http/protobuf or http/json (gRPC is not built in)`,
+      })
+      .optional(),
+  );
+const milliseconds = (max: number) => z.coerce.number<string | undefined>().int().min(1).max(max);
+const trueOrFalse = (name: string) =>
+  z
+    .string()
+    .trim()
+    .toLowerCase()
+    .default('false')
+    .refine((v) => v === 'true' || v === 'false', `${name} must be true or false`)
+    .transform((v) => v === 'true');
+
+const TRACE_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
+/** OpenTelemetry's standard variables (the SDK's own environment reading is not used: this is the one check). */
+const TRACING_ENV = {
+  OTEL_SDK_DISABLED: trueOrFalse('OTEL_SDK_DISABLED'),
+  OTEL_TRACES_EXPORTER: optionalString.pipe(
+    z.enum(['otlp', 'none'], { error: 'OTEL_TRACES_EXPORTER must be otlp or none' }).optional(),
+  ),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(httpUrl('OTEL_EXPORTER_OTLP_ENDPOINT').optional()),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString.pipe(httpUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT').optional()),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol('OTEL_EXPORTER_OTLP_PROTOCOL'),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'),
+  OTEL_EXPORTER_OTLP_HEADERS: keyValuePairs('OTEL_EXPORTER_OTLP_HEADERS'),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: keyValuePairs('OTEL_EXPORTER_OTLP_TRACES_HEADERS'),
+  OTEL_EXPORTER_OTLP_TIMEOUT: optionalString.pipe(milliseconds(600_000).optional()),
+  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: optionalString.pipe(milliseconds(600_000).optional()),
+  OTEL_SERVICE_NAME: z.string().trim().min(1).default('orders-api'),
+  OTEL_RESOURCE_ATTRIBUTES: keyValuePairs('OTEL_RESOURCE_ATTRIBUTES'),
+  OTEL_TRACES_SAMPLER: z
+    .enum(TRACE_SAMPLERS, { error: `OTEL_TRACES_SAMPLER must be one of ${TRACE_SAMPLERS.join(', ')}` })
+    .default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER_ARG: optionalString.pipe(
+    z.coerce
+      .number<string | undefined>({ error: 'OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1' })
+      .min(0, 'OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1')
+      .max(1, 'OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1')
+      .optional(),
+  ),
+  OTEL_BSP_SCHEDULE_DELAY: milliseconds(3_600_000).default(5000),
+  OTEL_BSP_EXPORT_TIMEOUT: milliseconds(3_600_000).default(30_000),
+  OTEL_BSP_MAX_QUEUE_SIZE: z.coerce.number().int().min(1).max(1_000_000).default(2048),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: z.coerce.number().int().min(1).max(1_000_000).default(512),
+  OTEL_GRAPHQL_RESOLVER_SPANS: trueOrFalse('OTEL_GRAPHQL_RESOLVER_SPANS'),
+};
+
 const DRAIN_DELAY_PROBLEM = 'DRAIN_DELAY_S must be whole seconds from 0 to 300';
 
 const EnvSchema = z.object({
@@ -154,6 +241,7 @@ const EnvSchema = z.object({
     .default('false')
     .refine((v) => /^(true|false|\d{1,2})$/.test(v), 'TRUST_PROXY must be true, false or a hop count')
     .transform((v) => (v === 'true' ? true : v === 'false' ? false : Number(v))),
+  ...TRACING_ENV,
 });
 
 /**
@@ -194,6 +282,9 @@ function crossFieldProblems(env: NodeJS.ProcessEnv, opts: LoadConfigOptions): st
     problems.push('BODY_IDLE_TIMEOUT_S: must not exceed REQUEST_TIMEOUT_S (a request is cut at that time anyway)');
   if (set('DATABASE_SCHEMA') && !set('DATABASE_URL'))
     problems.push('DATABASE_SCHEMA: only applies together with DATABASE_URL');
+  const batch = Number(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE?.trim() || 512);
+  const queue = Number(env.OTEL_BSP_MAX_QUEUE_SIZE?.trim() || 2048);
+  if (batch > queue) problems.push('OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE');
   return problems;
 }
 
@@ -259,6 +350,8 @@ export interface Config {
   readonly sweepIntervalSeconds: number;
   /** How long repeated sign-in failures lock a username or address at the embedded IdP. */
   readonly signin: { readonly lockSeconds: number };
+  /** OpenTelemetry tracing: off unless an OTLP endpoint is configured (then the SDK is loaded, and only then). */
+  readonly tracing: TracingConfig;
   /** Static limits and the cost ceiling every GraphQL document meets before anything runs, on every transport. */
   readonly graphql: {
     readonly maxDepth: number;
@@ -275,6 +368,33 @@ export interface Config {
     readonly apq: { readonly maxBytes: number; readonly maxEntries: number };
   };
 }
+
+export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
+
+export type TracingConfig =
+  | { readonly enabled: false }
+  | {
+      readonly enabled: true;
+      /** Where spans are POSTed: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces. */
+      readonly url: string;
+      readonly protocol: 'http/protobuf' | 'http/json';
+      /** Sent with every export (an API key, say); never logged. */
+      readonly headers: Readonly<Record<string, string>>;
+      readonly timeoutMs: number;
+      readonly serviceName: string;
+      readonly resourceAttributes: Readonly<Record<string, string>>;
+      readonly sampler: TraceSampler;
+      /** The traceidratio samplers' ratio (OTEL_TRACES_SAMPLER_ARG, 1 when unset). */
+      readonly ratio: number;
+      readonly batch: {
+        readonly scheduledDelayMs: number;
+        readonly exportTimeoutMs: number;
+        readonly maxQueueSize: number;
+        readonly maxExportBatchSize: number;
+      };
+      /** OTEL_GRAPHQL_RESOLVER_SPANS: a span per resolved field, for debugging; off by default (it costs). */
+      readonly resolverSpans: boolean;
+    };
 
 export interface StreamLimits {
   /** An initialised WebSocket holding no subscription closes after this long. */
@@ -369,6 +489,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     loginAttemptsPerIp: e.LOGIN_ATTEMPTS_PER_IP,
     sweepIntervalSeconds: e.SWEEP_INTERVAL_S,
     signin: { lockSeconds: e.SIGNIN_LOCK_S },
+    tracing: tracingConfig(e),
     graphql: {
       maxDepth: e.MAX_QUERY_DEPTH,
       maxAliases: e.MAX_ALIASES,
@@ -382,6 +503,31 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     },
   };
   return deepFreeze(config);
+}
+
+/** Tracing is on when an OTLP endpoint is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. */
+function tracingConfig(e: z.infer<typeof EnvSchema>): TracingConfig {
+  const base = e.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const url = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base ? `${base}/v1/traces` : undefined);
+  if (!url || e.OTEL_SDK_DISABLED || e.OTEL_TRACES_EXPORTER === 'none') return { enabled: false };
+  return {
+    enabled: true,
+    url,
+    protocol: e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
+    headers: { ...e.OTEL_EXPORTER_OTLP_HEADERS, ...e.OTEL_EXPORTER_OTLP_TRACES_HEADERS },
+    timeoutMs: e.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT ?? e.OTEL_EXPORTER_OTLP_TIMEOUT ?? 10_000,
+    serviceName: e.OTEL_SERVICE_NAME,
+    resourceAttributes: e.OTEL_RESOURCE_ATTRIBUTES,
+    sampler: e.OTEL_TRACES_SAMPLER,
+    ratio: e.OTEL_TRACES_SAMPLER_ARG ?? 1,
+    batch: {
+      scheduledDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
+      exportTimeoutMs: e.OTEL_BSP_EXPORT_TIMEOUT,
+      maxQueueSize: e.OTEL_BSP_MAX_QUEUE_SIZE,
+      maxExportBatchSize: e.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
+    },
+    resolverSpans: e.OTEL_GRAPHQL_RESOLVER_SPANS,
+  };
 }
 
 function deepFreeze<T>(value: T): T {

@@ -1,5 +1,6 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import type { LogLevel } from './config.js';
+import { tracing } from './tracing.js';
 
 const CENSOR = '[redacted]';
 
@@ -18,9 +19,19 @@ const isEmptyObject = (value: unknown) =>
  * renders the same records as short coloured lines with pino-pretty, in pino's worker thread; log collectors and
  * pipes always get JSON.
  */
-export function createLogger(level: LogLevel, opts: { pretty?: boolean } = {}): Logger {
-  return pino({
+export function createLogger(
+  level: LogLevel,
+  opts: {
+    pretty?: boolean;
+    /** Tracing is on: every line written inside a span carries its `trace_id` and `span_id`. */
+    traced?: boolean;
+    destination?: DestinationStream;
+  } = {},
+): Logger {
+  const options: LoggerOptions<never> = {
     level,
+    // Read per line, from the active context; with tracing off no mixin runs at all.
+    ...(opts.traced ? { mixin: () => tracing.logFields() } : {}),
     ...(opts.pretty
       ? {
           transport: {
@@ -56,5 +67,6 @@ export function createLogger(level: LogLevel, opts: { pretty?: boolean } = {}): 
               undefined
             : CENSOR,
     },
-  });
+  };
+  return opts.destination ? pino(options, opts.destination) : pino(options);
 }

@@ -14,7 +14,10 @@ try {
 }
 
 // Readable lines on a developer's terminal; JSON for anything that collects logs.
-const logger = createLogger(config.logLevel, { pretty: process.stdout.isTTY === true && !config.isProduction });
+const logger = createLogger(config.logLevel, {
+  pretty: process.stdout.isTTY === true && !config.isProduction,
+  traced: config.tracing.enabled,
+});
 process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
 
 try {

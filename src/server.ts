@@ -2,7 +2,7 @@ import { createServer, maxHeaderSize, type IncomingMessage, type ServerResponse 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { createApp, type App } from './app.js';
-import { serveMetrics, type RefusalReason } from './http/observability/index.js';
+import { serveMetrics, startTracing, type RefusalReason } from './http/observability/index.js';
 import {
   answerUnreadableRequest,
   connectionTable,
@@ -17,6 +17,7 @@ import { openDatabase } from './store/open.js';
 import { migrate } from './store/migrations.js';
 import { closeRedis, openRedis } from './store/redis.js';
 import { seed } from './store/seed.js';
+import { traceRedisCommands } from './store/redisSpans.js';
 
 const DRAIN_TIMEOUT_MS = 10_000;
 
@@ -42,6 +43,9 @@ export async function startServer(
   /** An open database to use instead of config.database; the caller keeps ownership and closes it. */
   opts: { db?: Database } = {},
 ): Promise<RunningServer> {
+  // Before anything that makes spans; with tracing off this loads nothing.
+  const stopTracing = await startTracing(config.tracing, logger);
+  const stopRedisSpans = config.tracing.enabled ? traceRedisCommands() : () => undefined;
   const db = opts.db ?? (await openDatabase(config.database));
   const closeDb = opts.db ? async () => undefined : () => db.close();
   const applied = await migrate(db);
@@ -108,6 +112,8 @@ export async function startServer(
     server.close();
     if (redis) await closeRedis(redis);
     await closeDb();
+    stopRedisSpans();
+    await stopTracing();
     throw error;
   }
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
@@ -119,6 +125,8 @@ export async function startServer(
       await app.close();
       if (redis) await closeRedis(redis);
       await closeDb();
+      stopRedisSpans();
+      await stopTracing();
       throw error;
     }
   }
@@ -173,6 +181,9 @@ export async function startServer(
         await metricsServer?.close();
         if (redis) await closeRedis(redis);
         await closeDb();
+        // Last: what the drain still traced is exported before the process exits.
+        stopRedisSpans();
+        await stopTracing();
       })();
       return closing;
     },

@@ -31,6 +31,8 @@ export async function startReplica(
     port?: number;
     /** Another build to run instead of src/main.ts through tsx: `node <entry>` in `cwd` (the production path). */
     build?: { cwd: string; entry: string };
+    /** Node options before the entry point (an `--import` of a test's own hooks). */
+    nodeArgs?: readonly string[];
   } = {},
 ): Promise<Replica> {
   const port = opts.port ?? (await freePort());
@@ -38,7 +40,7 @@ export async function startReplica(
   const childEnv: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['DATABASE_URL', 'DATABASE_SCHEMA', 'REDIS_URL', 'NODE_OPTIONS', 'PUBLIC_URL', 'OIDC_ISSUER'])
     delete childEnv[name];
-  const args = opts.build ? [opts.build.entry] : ['--import', 'tsx', 'src/main.ts'];
+  const args = [...(opts.nodeArgs ?? []), ...(opts.build ? [opts.build.entry] : ['--import', 'tsx', 'src/main.ts'])];
   const child = spawn(process.execPath, args, {
     cwd: opts.build?.cwd ?? ROOT,
     env: {

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import pg from 'pg';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import request from 'supertest';
 import type { Test } from 'supertest';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
@@ -107,6 +107,8 @@ export async function startTestServer(
     sameDatabaseAs?: TestServer;
     /** Receives the server's log entries of level warn and above (instead of TEST_LOG_LEVEL's output). */
     onLog?: (entry: { level: number; msg: string } & Record<string, unknown>) => void;
+    /** The server's logger, made by the test (say, src/logger.ts's with a destination it reads). */
+    logger?: Logger;
   } = {},
 ): Promise<TestServer> {
   const shared = opts.sameDatabaseAs;
@@ -142,9 +144,11 @@ export async function startTestServer(
   let running: RunningServer;
   try {
     const { onLog } = opts;
-    const logger = onLog
-      ? pino({ level: 'warn' }, { write: (line: string) => onLog(JSON.parse(line) as Parameters<typeof onLog>[0]) })
-      : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+    const logger = opts.logger
+      ? opts.logger
+      : onLog
+        ? pino({ level: 'warn' }, { write: (line: string) => onLog(JSON.parse(line) as Parameters<typeof onLog>[0]) })
+        : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
     running = await startServer(config, logger, { db });
   } catch (error) {
     if (owned) await owned.release();

@@ -147,3 +147,88 @@ describe('configuration of the HTTP server bounds', () => {
     ]);
   });
 });
+
+describe('tracing configuration (OpenTelemetry standard variables)', () => {
+  test('off unless an OTLP endpoint is set; an endpoint turns it on with the documented defaults', () => {
+    assert.deepEqual(loadConfig({}).tracing, { enabled: false });
+    assert.deepEqual(loadConfig({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' }).tracing, {
+      enabled: false,
+    });
+    const on = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing;
+    assert.deepEqual(on, {
+      enabled: true,
+      url: 'http://collector:4318/v1/traces',
+      protocol: 'http/protobuf',
+      headers: {},
+      timeoutMs: 10_000,
+      serviceName: 'orders-api',
+      resourceAttributes: {},
+      sampler: 'parentbased_always_on',
+      ratio: 1,
+      batch: { scheduledDelayMs: 5000, exportTimeoutMs: 30_000, maxQueueSize: 2048, maxExportBatchSize: 512 },
+      resolverSpans: false,
+    });
+    assert.deepEqual(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example.com/otlp/spans',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_HEADERS: 'api-key=a%2Cb,x=1',
+        OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x=2',
+        OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=prod, team=orders%20team',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.05',
+        OTEL_GRAPHQL_RESOLVER_SPANS: 'true',
+      }).tracing,
+      {
+        enabled: true,
+        url: 'https://traces.example.com/otlp/spans',
+        protocol: 'http/json',
+        headers: { 'api-key': 'a,b', x: '2' },
+        timeoutMs: 10_000,
+        serviceName: 'orders-api',
+        resourceAttributes: { 'deployment.environment.name': 'prod', team: 'orders team' },
+        sampler: 'parentbased_traceidratio',
+        ratio: 0.05,
+        batch: { scheduledDelayMs: 5000, exportTimeoutMs: 30_000, maxQueueSize: 2048, maxExportBatchSize: 512 },
+        resolverSpans: true,
+      },
+    );
+    assert.deepEqual(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }).tracing, {
+      enabled: false,
+    });
+    assert.deepEqual(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }).tracing,
+      {
+        enabled: false,
+      },
+    );
+  });
+
+  test('bad values are reported with the rest', () => {
+    assert.deepEqual(
+      problemsOf({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_RESOURCE_ATTRIBUTES: 'novalue',
+        OTEL_TRACES_SAMPLER: 'jaeger_remote',
+        OTEL_TRACES_SAMPLER_ARG: '1.5',
+        OTEL_BSP_MAX_QUEUE_SIZE: '10',
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '11',
+        OTEL_GRAPHQL_RESOLVER_SPANS: 'yes',
+        PORT: 'x',
+      }),
+      [
+        'PORT: Invalid input: expected number, received NaN',
+        'OTEL_EXPORTER_OTLP_ENDPOINT: OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL without query or fragment',
+        'OTEL_EXPORTER_OTLP_PROTOCOL: OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (gRPC is not built in)',
+        'OTEL_RESOURCE_ATTRIBUTES: OTEL_RESOURCE_ATTRIBUTES must be comma-separated key=value pairs (values percent-encoded)',
+        'OTEL_TRACES_SAMPLER: OTEL_TRACES_SAMPLER must be one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio',
+        'OTEL_TRACES_SAMPLER_ARG: OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1',
+        'OTEL_GRAPHQL_RESOLVER_SPANS: OTEL_GRAPHQL_RESOLVER_SPANS must be true or false',
+        'OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE',
+      ],
+    );
+  });
+});

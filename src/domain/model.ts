@@ -74,4 +74,9 @@ export interface OrderEvent {
   /** The order as it is after the change (before it, for a deletion). */
   readonly order: Order;
   readonly at: Date;
+  /**
+   * The W3C Trace Context of the request that wrote it, when tracing was on: its delivery to subscribers, on any
+   * replica, is linked to that request's trace. Opaque to the domain.
+   */
+  readonly trace?: { readonly traceparent: string; readonly tracestate?: string };
 }

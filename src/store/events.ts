@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EVENT_KINDS, type EventKind, type Order, type OrderEvent } from '../domain/model.js';
+import { tracing, TRACEPARENT } from '../tracing.js';
 import type { Queryable } from './db.js';
 import { StoredOrder } from './rows.js';
 
@@ -13,12 +14,26 @@ const EventRow = z.object({
   kind: z.enum(EVENT_KINDS),
   payload: z.unknown(),
   created_at: z.coerce.date(),
+  trace_parent: z.string().nullable(),
+  trace_state: z.string().nullable(),
 });
+
+/** The writer's trace context as the event carries it; a malformed one is dropped, never the event. */
+const TraceContext = z
+  .object({ traceparent: z.string().regex(TRACEPARENT), tracestate: z.string().max(512).optional() })
+  .optional()
+  .catch(undefined);
+
+/** Selected wherever events are read, so that both paths between replicas (Redis, the poll) carry the trace. */
+const EVENT_COLUMNS = 'id::text as id, kind, payload, created_at, trace_parent, trace_state';
 
 function toEvent(row: unknown): StoredEvent {
   const r = EventRow.parse(row);
   const payload = typeof r.payload === 'string' ? (JSON.parse(r.payload) as unknown) : r.payload;
-  return { id: r.id, kind: r.kind, order: StoredOrder.parse(payload), at: r.created_at };
+  const trace = r.trace_parent
+    ? TraceContext.parse({ traceparent: r.trace_parent, ...(r.trace_state ? { tracestate: r.trace_state } : {}) })
+    : undefined;
+  return { id: r.id, kind: r.kind, order: StoredOrder.parse(payload), at: r.created_at, ...(trace ? { trace } : {}) };
 }
 
 const WireEvent = z.object({
@@ -26,11 +41,13 @@ const WireEvent = z.object({
   kind: z.enum(EVENT_KINDS),
   order: StoredOrder,
   at: z.coerce.date(),
+  trace: TraceContext,
 });
 
 /** An event as it crosses between replicas (JSON over Redis), validated on arrival. */
 export function eventFromJson(text: string): StoredEvent {
-  return WireEvent.parse(JSON.parse(text));
+  const { trace, ...event } = WireEvent.parse(JSON.parse(text));
+  return trace ? { ...event, trace } : event;
 }
 
 /**
@@ -39,10 +56,13 @@ export function eventFromJson(text: string): StoredEvent {
  */
 export async function appendEvent(tx: Queryable, kind: EventKind, order: Order): Promise<StoredEvent> {
   await tx.query('select pg_advisory_xact_lock(7251004)');
+  // The writing request's trace context (none with tracing off), for the links of the event's deliveries.
+  const trace = tracing.carrier();
   const [row] = await tx.query(
-    `insert into order_events (kind, order_id, customer_id, payload) values ($1, $2, $3, $4::jsonb)
-     returning id::text as id, kind, payload, created_at`,
-    [kind, order.id, order.customerId, JSON.stringify(order)],
+    `insert into order_events (kind, order_id, customer_id, payload, trace_parent, trace_state)
+     values ($1, $2, $3, $4::jsonb, $5, $6)
+     returning ${EVENT_COLUMNS}`,
+    [kind, order.id, order.customerId, JSON.stringify(order), trace?.traceparent ?? null, trace?.tracestate ?? null],
   );
   return toEvent(row);
 }
@@ -53,7 +73,7 @@ export async function appendEvent(tx: Queryable, kind: EventKind, order: Order):
  */
 export async function eventsAfter(db: Queryable, afterId: string, limit: number): Promise<StoredEvent[]> {
   const rows = await db.query(
-    `select id::text as id, kind, payload, created_at from order_events
+    `select ${EVENT_COLUMNS} from order_events
      where order_events.id > $1::bigint and created_at > now() - make_interval(hours => $3)
      order by order_events.id limit $2`,
     [afterId, limit, EVENT_RETENTION_HOURS],

@@ -2,7 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Database, Queryable } from './db.js';
+import { traced } from './statementSpans.js';
 import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
+
+/** Statement spans' attributes for the embedded engine: PostgreSQL, in this process (no server address). */
+const ENGINE = { 'db.system.name': 'postgresql', 'orders.db.engine': 'pglite' } as const;
 
 /**
  * Embedded PostgreSQL: one connection, which PGlite itself serializes around transactions. `loadDataDir` starts it
@@ -25,7 +29,7 @@ export async function openPglite(dataDir: string | 'memory', opts: { loadDataDir
     identity: randomUUID(),
     async query<R>(sql: string, params?: readonly unknown[]) {
       db.onStatement?.();
-      const result = await pglite.query<R>(sql, params as unknown[] | undefined);
+      const result = await traced(sql, ENGINE, () => pglite.query<R>(sql, params as unknown[] | undefined));
       return result.rows;
     },
     transaction<T>(fn: (tx: Queryable) => Promise<T>) {
@@ -33,7 +37,7 @@ export async function openPglite(dataDir: string | 'memory', opts: { loadDataDir
         const tx: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
             db.onStatement?.();
-            const result = await inner.query<R>(sql, params as unknown[] | undefined);
+            const result = await traced(sql, ENGINE, () => inner.query<R>(sql, params as unknown[] | undefined));
             return result.rows;
           },
         };

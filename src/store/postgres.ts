@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Socket } from 'node:net';
 import pg from 'pg';
 import type { Database, Queryable } from './db.js';
+import { traced } from './statementSpans.js';
 import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
 import { databaseCircuit } from './circuit.js';
 import { isDatabaseUnavailable, translateDatabaseError } from './unavailable.js';
@@ -129,6 +130,15 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
   }
 
   const server = new URL(url);
+  // Statement spans' attributes (OpenTelemetry's PostgreSQL conventions: the namespace is database|schema).
+  const database = decodeURIComponent(server.pathname.slice(1)) || 'postgres';
+  const engine = {
+    'db.system.name': 'postgresql',
+    'db.namespace': schema ? `${database}|${schema}` : database,
+    'server.address': server.hostname,
+    'server.port': Number(server.port || 5432),
+    'orders.db.engine': 'postgres',
+  } as const;
   const db: Database = {
     kind: 'postgres',
     identity: createHash('sha256')
@@ -138,7 +148,9 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
     async query<R>(sql: string, params?: readonly unknown[]) {
       db.onStatement?.();
       return withClient(async (client) => {
-        const result = await client.query(sql, params as unknown[] | undefined).catch(translateDatabaseError);
+        const result = await traced(sql, engine, () =>
+          client.query(sql, params as unknown[] | undefined).catch(translateDatabaseError),
+        );
         return result.rows as R[];
       });
     },
@@ -149,7 +161,7 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
         const tx: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
             db.onStatement?.();
-            return (await run(sql, params)).rows as R[];
+            return (await traced(sql, engine, () => run(sql, params))).rows as R[];
           },
         };
         await run('begin');

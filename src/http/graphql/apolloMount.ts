@@ -1,5 +1,7 @@
 import { HeaderMap, type ApolloServer, type BaseContext, type HTTPGraphQLRequest } from '@apollo/server';
 import type { Request, RequestHandler, Response } from 'express';
+import { tracing } from '../../tracing.js';
+import { OPERATION_SPAN } from '../pipeline/index.js';
 
 /** The query string of a request target, as url.parse() gives it for Apollo (which decodes it itself). */
 function searchOf(url: string): string {
@@ -42,10 +44,14 @@ export function apolloMiddleware<TContext extends BaseContext>(
       search: searchOf(req.url),
       body: req.body,
     };
-    const response = await server.executeHTTPGraphQLRequest({
-      httpGraphQLRequest,
-      context: () => context({ req, res }),
-    });
+    const execute = () =>
+      server.executeHTTPGraphQLRequest({
+        httpGraphQLRequest,
+        context: () => context({ req, res }),
+      });
+    // The GraphQL operation span: everything Apollo does runs inside it (the plugin names it once the operation is
+    // known, and hangs parse, validate and execute under it).
+    const response = await (tracing.enabled ? tracing.inSpan(OPERATION_SPAN, {}, execute) : execute());
     for (const [key, value] of response.headers) res.setHeader(key, value);
     res.statusCode = response.status || 200;
     if (response.body.kind === 'complete') {

@@ -6,6 +6,7 @@ import { rateLimitHeaders } from '../middleware/index.js';
 import type { Metrics } from '../observability/index.js';
 import {
   cacheControlHeader,
+  nameOperation,
   policyIfCacheable,
   type CachePolicy,
   type createJitExecutor,
@@ -14,6 +15,7 @@ import {
 } from '../pipeline/index.js';
 import { isUnavailable, isUnexpected, mediaTypeFor, RETRY_LATER, UNAVAILABLE_STATUS } from '../problems/index.js';
 import type { ResultCache } from './resultCache/index.js';
+import { tracing } from '../../tracing.js';
 
 /**
  * The protocol's hooks into Apollo's request pipeline: the document's cache policy, cost and the rate budget before
@@ -64,7 +66,9 @@ export function protocolPlugin(
     },
     // The compiled operation runs here; Apollo's execution step is left for results with errors (jitExecutor.ts).
     async responseForOperation(requestContext) {
-      const result = await jit.run(requestContext);
+      const result = await (tracing.enabled
+        ? tracing.inSpan('graphql.execute', {}, () => jit.run(requestContext))
+        : jit.run(requestContext));
       return (
         result && {
           http: { status: undefined, headers: new HeaderMap() },
@@ -139,4 +143,36 @@ function setCacheControl(
     response.body?.kind === 'single' &&
     !response.body.singleResult?.errors;
   response.http.headers.set('cache-control', cacheable ? cacheControlHeader(policy) : 'no-store');
+}
+
+/**
+ * Tracing's hooks, added only when tracing is on (apolloMount.ts has opened the operation span around Apollo's whole
+ * run): a span for parsing and one for validating, which Apollo skips for a document it has already, and the
+ * operation's name, type and document hash once it is resolved. Nothing per field: execute is one span
+ * (protocolPlugin), and resolver spans are OTEL_GRAPHQL_RESOLVER_SPANS's.
+ */
+export function tracingPlugin(): ApolloServerPlugin<Context> {
+  const listener: GraphQLRequestListener<Context> = {
+    async parsingDidStart() {
+      const span = tracing.start('graphql.parse');
+      return async (error) => {
+        if (error) tracing.fail(span, 'GRAPHQL_PARSE_FAILED');
+        span?.end();
+      };
+    },
+    async validationDidStart() {
+      const span = tracing.start('graphql.validate');
+      return async (errors) => {
+        if (errors?.length) tracing.fail(span, 'GRAPHQL_VALIDATION_FAILED');
+        span?.end();
+      };
+    },
+    async didResolveOperation({ operation, operationName, queryHash }) {
+      if (operation) nameOperation(tracing.active(), operation.operation, operationName, queryHash);
+    },
+    async didEncounterErrors({ errors }) {
+      if (errors.some(isUnexpected)) tracing.fail(tracing.active(), 'INTERNAL_SERVER_ERROR');
+    },
+  };
+  return { requestDidStart: async () => listener };
 }

@@ -25,8 +25,9 @@ import { apolloMiddleware } from './apolloMount.js';
 import { graphqlEnvelope } from './envelope.js';
 import { withGraphiqlLink } from './graphiql.js';
 import { persistedDocuments } from './persistedDocuments.js';
-import { protocolPlugin } from './plugin.js';
+import { protocolPlugin, tracingPlugin } from './plugin.js';
 import type { ResultCache } from './resultCache/index.js';
+import { tracing } from '../../tracing.js';
 
 /** A browser opening /graphql gets the Sandbox page: nothing runs, so nothing can be forged (Apollo agrees). */
 function isLandingPageRequest(req: Request): boolean {
@@ -99,6 +100,7 @@ export async function createGraphqlRouter(deps: {
     }),
     plugins: [
       protocolPlugin(metrics, pipeline, policies, jit, resultCache),
+      ...(tracing.enabled ? [tracingPlugin()] : []),
       // Its per-field hooks cost more than the execution they watch; the policy comes from the document instead.
       ApolloServerPluginCacheControlDisabled(),
       config.isProduction

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry, type CounterConfiguration } from 'prom-client';
+import { registerTracingMetrics } from './tracingMetrics.js';
 
 /** One label set's count, kept as a plain number until the next scrape hands it to prom-client. */
 export class Tally {
@@ -124,6 +125,7 @@ export type RefusalReason =
 export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  registerTracingMetrics(registry);
   return {
     registry,
     httpRequests: talliedCounter({

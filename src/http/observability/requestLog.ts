@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
+import { tracing } from '../../tracing.js';
 
 declare module 'node:http' {
   interface IncomingMessage {
@@ -87,19 +88,23 @@ export function requestLog(logger: Logger, options: RequestLogOptions = {}) {
     res.setHeader('X-Request-Id', id);
     if (req.url === '/healthz' || req.url === '/readyz') return next();
     const started = performance.now();
-    res.on('close', () => {
-      if (!res.writableFinished) {
-        if (logger.isLevelEnabled('error')) line(req, res, 'error', started, 'request aborted');
-        return;
-      }
-      const status = res.statusCode;
-      if (status >= 500) {
-        if (logger.isLevelEnabled('error')) line(req, res, 'error', started, 'request errored');
-        return;
-      }
-      const level = status >= 400 || (sample > 0 && Math.random() < sample) ? 'info' : 'debug';
-      if (logger.isLevelEnabled(level)) line(req, res, level, started, 'request completed');
-    });
+    // Bound to the request's context, so that the line carries its trace (when tracing is on).
+    res.on(
+      'close',
+      tracing.bind(() => {
+        if (!res.writableFinished) {
+          if (logger.isLevelEnabled('error')) line(req, res, 'error', started, 'request aborted');
+          return;
+        }
+        const status = res.statusCode;
+        if (status >= 500) {
+          if (logger.isLevelEnabled('error')) line(req, res, 'error', started, 'request errored');
+          return;
+        }
+        const level = status >= 400 || (sample > 0 && Math.random() < sample) ? 'info' : 'debug';
+        if (logger.isLevelEnabled(level)) line(req, res, level, started, 'request completed');
+      }),
+    );
     next();
   };
 }

@@ -14,6 +14,7 @@ export {
 export { operationCost } from './cost.js';
 export { createJitExecutor, type JitOptions } from './jitExecutor.js';
 export { limitErrors, type StaticLimits } from './limits.js';
+export { nameOperation, OPERATION_SPAN, withResolverSpans } from './operationSpans.js';
 export { sha256 } from './persistedDocuments.js';
 export { createPipeline, pointsFor, type Admission, type CostReport, type Pipeline } from './pipeline.js';
 export {

@@ -20,10 +20,12 @@ import type { Context } from '../../context.js';
 import { clientKey, type Charge, type RateBudget } from '../middleware/index.js';
 import type { Metrics, Tally } from '../observability/index.js';
 import { clientError, formatError, formatResult, type ErrorPolicy } from '../problems/index.js';
+import { tracing } from '../../tracing.js';
 import { rememberedOperationCost } from './cost.js';
 import { createDeprecationMetric } from './deprecations.js';
 import { noIntrospection } from './introspection.js';
 import { directiveRulesOf, limitErrors, staticLimits } from './limits.js';
+import { nameOperation } from './operationSpans.js';
 import { boundedApqStore, loadManifest, sha256 } from './persistedDocuments.js';
 import { isRecord, namedHash, type OperationParams } from './requestParams.js';
 
@@ -229,10 +231,12 @@ export function createPipeline(deps: {
     ): Promise<{ ok: true; args: ExecutionArgs } | { ok: false; errors: GraphQLError[] }> {
       const source = await resolveSource(params);
       if (source instanceof GraphQLError) return { ok: false, errors: [source] };
-      const screened = screen(source);
+      const screened = tracing.enabled ? tracing.inSpan('graphql.parse', {}, () => screen(source)) : screen(source);
       if (screened.errors) return { ok: false, errors: screened.errors };
       const { document } = screened;
-      const invalid = validate(schema, document, fullRules);
+      const invalid = tracing.enabled
+        ? tracing.inSpan('graphql.validate', {}, () => validate(schema, document, fullRules))
+        : validate(schema, document, fullRules);
       if (invalid.length) {
         return {
           ok: false,
@@ -249,6 +253,7 @@ export function createPipeline(deps: {
           errors: [clientError('The operation to run could not be determined.', 'OPERATION_RESOLUTION_FAILURE')],
         };
       }
+      if (tracing.enabled) nameOperation(tracing.active(), operation.operation, operation.name?.value, sha256(source));
       if (opts.method === 'GET' && operation.operation === 'mutation')
         return { ok: false, errors: [clientError('Mutations cannot be sent with GET; use POST.', 'BAD_REQUEST')] };
       const admission = await admit(document, operation, params.variables, context);

@@ -1,4 +1,5 @@
 import type { ErrorCode, InvalidField } from '../../domain/errors.js';
+import { tracing } from '../../tracing.js';
 
 export interface ProblemType {
   readonly status: number;
@@ -304,5 +305,15 @@ export function problemBody(code: ApiErrorCode, detail: string, target: string, 
     instance: problemInstance(target),
     code,
     ...(invalid ? { errors: invalid } : {}),
+    ...traceIdMember(),
   };
+}
+
+/**
+ * `traceId`: the trace of the request being answered, so that a user's bug report leads to it. Present only when
+ * tracing is on (REST problems carry it as a member, GraphQL errors as `extensions.traceId`).
+ */
+export function traceIdMember(): { traceId?: string } {
+  const traceId = tracing.traceId();
+  return traceId ? { traceId } : {};
 }

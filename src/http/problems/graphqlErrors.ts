@@ -8,7 +8,7 @@ import {
   type GraphQLFormattedError,
 } from 'graphql';
 import { DomainError } from '../../domain/errors.js';
-import { isApiErrorCode, type ApiErrorCode } from './catalogue.js';
+import { isApiErrorCode, traceIdMember, type ApiErrorCode } from './catalogue.js';
 
 /** Codes (of the catalogue in problems.ts) that describe the client's request and may be shown as they are. */
 const CLIENT_CODES: ReadonlySet<string> = new Set<ApiErrorCode>([
@@ -81,6 +81,7 @@ export function formatError(
       extensions: {
         code: original.code,
         ...(original.details.invalid ? { invalid: original.details.invalid } : {}),
+        ...traceIdMember(),
       },
     };
   }
@@ -88,10 +89,10 @@ export function formatError(
   if (code) {
     const message = policy.hideSuggestions ? formatted.message.replace(SUGGESTION, '') : formatted.message;
     const cost = formatted.extensions?.cost;
-    return { message, ...where, extensions: { code, ...(cost ? { cost } : {}) } };
+    return { message, ...where, extensions: { code, ...(cost ? { cost } : {}), ...traceIdMember() } };
   }
   const internal: ApiErrorCode = 'INTERNAL_SERVER_ERROR';
-  return { message: 'Internal server error', ...where, extensions: { code: internal } };
+  return { message: 'Internal server error', ...where, extensions: { code: internal, ...traceIdMember() } };
 }
 
 export function isUnexpected(error: unknown): boolean {

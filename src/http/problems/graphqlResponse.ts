@@ -1,5 +1,5 @@
 import express, { type Request, type Response } from 'express';
-import type { ApiErrorCode } from './catalogue.js';
+import { traceIdMember, type ApiErrorCode } from './catalogue.js';
 
 const JSON_TYPE = 'application/json';
 const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
@@ -39,5 +39,5 @@ export function sendGraphqlError(
   res
     .status(opts.status ?? 400)
     .type(`${type}; charset=utf-8`)
-    .send(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
+    .send(JSON.stringify({ errors: [{ message, extensions: { code, ...traceIdMember() } }] }));
 }

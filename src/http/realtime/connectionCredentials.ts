@@ -3,15 +3,20 @@ import { BEARER, type Credential, type Refusal } from '../../auth/credentials.js
 import { readCookie } from '../middleware/index.js';
 
 const ACCEPTED_PARAMS = 'send { "authorization": "Bearer <token>" } or nothing';
+/** W3C Trace Context may ride along (a client's trace for the connection's operations; read by the tracing). */
+const TRACE_CONTEXT = new Set(['traceparent', 'tracestate']);
 
 /**
  * The access token in `connection_init`'s payload: `authorization` (or `Authorization`), "Bearer " optional. A
  * payload in any other shape (`{ token }`, `{ headers: { Authorization } }`) is refused with the accepted one named,
- * rather than silently taken for an anonymous connection.
+ * rather than silently taken for an anonymous connection. `traceparent` and `tracestate` strings may come beside it.
  */
 function bearerFrom(params: Record<string, unknown> | null | undefined): { token?: string } | { refused: string } {
-  const keys = Object.keys(params ?? {});
+  const all = Object.keys(params ?? {});
+  const keys = all.filter((key) => !TRACE_CONTEXT.has(key));
   const unknown = keys.find((key) => key !== 'authorization' && key !== 'Authorization');
+  const notText = all.find((key) => TRACE_CONTEXT.has(key) && typeof params![key] !== 'string');
+  if (notText !== undefined) return { refused: `Bad connectionParams: ${notText} is not a string` };
   if (unknown !== undefined) {
     // A close reason is at most 123 bytes: the key is shown shortened and in ASCII.
     const shown = unknown.replace(/[^\w.-]/g, '?').slice(0, 24);

@@ -14,6 +14,7 @@ import {
 } from 'graphql';
 import type { Logger } from 'pino';
 import { copyContext, type Context } from '../../context.js';
+import { tracing } from '../../tracing.js';
 import type { OrderEvent } from '../../domain/model.js';
 import type { OrderFeed } from '../../domain/subscriptions.js';
 import type { Metrics } from '../observability/index.js';
@@ -67,6 +68,8 @@ export interface Ticket {
 
 interface Group {
   readonly key: string;
+  /** The operation's name, for its delivery spans. */
+  readonly operationName: string | undefined;
   readonly text: string;
   readonly args: ExecutionArgs;
   readonly context: Context;
@@ -168,6 +171,33 @@ export function createSharedExecution(deps: { pipeline: Pipeline; metrics: Metri
     flush();
   }
 
+  /**
+   * One event's delivery to a group, as a span of its own trace (a consumer's, by OpenTelemetry's messaging
+   * conventions) linked to the trace of the request that wrote the event, on whichever replica that was: the
+   * execution's SQL hangs under it.
+   */
+  function traced(group: Group, event: OrderEvent) {
+    return tracing.inSpan(
+      `deliver ${group.operationName ?? 'subscription'}`,
+      {
+        kind: 'consumer',
+        root: true,
+        ...(event.trace ? { links: [event.trace] } : {}),
+        attributes: {
+          'messaging.operation.type': 'process',
+          'messaging.operation.name': 'deliver',
+          'messaging.destination.name': 'order-events',
+          'messaging.message.id': event.id,
+          'graphql.operation.type': 'subscription',
+          'graphql.operation.name': group.operationName,
+          'orders.event.kind': event.kind,
+          'orders.subscribers': group.members.size,
+        },
+      },
+      () => run(group, event),
+    );
+  }
+
   return {
     /**
      * The ticket of a subscription that can share its execution, or undefined: only subscriptions, and only
@@ -197,6 +227,7 @@ export function createSharedExecution(deps: { pipeline: Pipeline; metrics: Metri
         const { stream: _stream, ...shared } = context;
         const created: Group = {
           key,
+          operationName: getOperationAST(doc.document, ticket.args.operationName)?.name?.value,
           text,
           args: { ...ticket.args, document: doc.document, contextValue: undefined },
           context: shared,
@@ -206,7 +237,7 @@ export function createSharedExecution(deps: { pipeline: Pipeline; metrics: Metri
         };
         created.unlisten = feed.listen((event) => {
           created.queue = created.queue
-            .then(() => run(created, event))
+            .then(() => (tracing.enabled ? traced(created, event) : run(created, event)))
             .catch((err: unknown) => deps.logger.error({ err }, 'shared subscription fan-out failed'));
         });
         groups.set(key, created);

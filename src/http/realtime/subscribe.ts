@@ -1,5 +1,6 @@
 import {
   createSourceEventStream,
+  getOperationAST,
   subscribe as graphqlSubscribe,
   type ExecutionArgs,
   type ExecutionResult,
@@ -12,7 +13,8 @@ import type { Principal } from '../../domain/policy.js';
 import type { Services } from '../../domain/services.js';
 import type { OrderFeed } from '../../domain/subscriptions.js';
 import { countedOpen, type Metrics } from '../observability/index.js';
-import type { OperationParams, Pipeline } from '../pipeline/index.js';
+import { OPERATION_SPAN, type OperationParams, type Pipeline } from '../pipeline/index.js';
+import { tracing, type Parent, type Span } from '../../tracing.js';
 import { boundedStream, SUBSCRIBER_BUFFER } from './boundedStream.js';
 import { tailOf, type Member, type SharedExecution, type Ticket } from './sharedExecution.js';
 
@@ -31,6 +33,11 @@ export interface Subscriber {
   end(why: StreamEnd, message: string): void;
   /** Resume after this event id (SSE Last-Event-ID): missed events first, then live ones. */
   readonly after?: string;
+  /**
+   * The trace its operations continue, for a transport whose operations are not HTTP requests (WebSocket: the
+   * `connection_init` payload's `traceparent`, else the upgrade's). SSE operations run inside their request's span.
+   */
+  readonly parent?: Parent;
 }
 
 export type Prepared = { ok: true; args: ExecutionArgs } | { ok: false; errors: GraphQLError[] };
@@ -53,6 +60,8 @@ export function createSubscribePath(deps: {
   const sharing = new WeakMap<Context, { ticket: Ticket; member: Member }>();
   /** Contexts whose subscription joined a shared execution: their own event stream never yields. */
   const joined = new WeakSet<Context>();
+  /** With tracing on: each prepared subscription's operation span, until its subscribe has run. */
+  const operations = new WeakMap<Context, Span>();
 
   /** The feed's events for one subscriber: joined to its shared execution, or through a bounded buffer of its own. */
   function events(context: Context, subscriber: Subscriber, feed: OrderFeed): AsyncIterableIterator<OrderEvent> {
@@ -105,6 +114,31 @@ export function createSubscribePath(deps: {
     return pipeline.identify(context, subscriber.ip);
   }
 
+  /** The pipeline's checks and cost, then the ticket to a shared execution when the subscriber can have one. */
+  async function prepareIn(
+    context: Context,
+    params: OperationParams,
+    subscriber: Subscriber,
+    opts: { method?: string; member?: (context: Context) => Member },
+  ): Promise<Prepared> {
+    const prepared = await pipeline.prepare(params, context, opts);
+    if (!prepared.ok || !opts.member || subscriber.after !== undefined) return prepared;
+    const ticket = sharedExecution.admit(prepared.args);
+    if (!ticket) return prepared;
+    sharing.set(context, { ticket, member: opts.member(context) });
+    return { ok: true, args: ticket.args };
+  }
+
+  async function subscribeIn(args: ExecutionArgs) {
+    const context = args.contextValue as Context;
+    if (!sharing.has(context)) return graphqlSubscribe(args);
+    const source = (await createSourceEventStream(args)) as AsyncIterableIterator<ExecutionResult> | ExecutionResult;
+    if (!(Symbol.asyncIterator in source) || joined.has(context)) return source;
+    // A stream that did not join (no field of this schema does that today): run it the ordinary way.
+    await source.return?.();
+    return graphqlSubscribe(args);
+  }
+
   return {
     contextFor,
 
@@ -119,28 +153,41 @@ export function createSubscribePath(deps: {
       opts: { method?: string; member?: (context: Context) => Member } = {},
     ): Promise<Prepared> {
       const context = contextFor(subscriber);
-      const prepared = await pipeline.prepare(params, context, opts);
-      if (!prepared.ok || !opts.member || subscriber.after !== undefined) return prepared;
-      const ticket = sharedExecution.admit(prepared.args);
-      if (!ticket) return prepared;
-      sharing.set(context, { ticket, member: opts.member(context) });
-      return { ok: true, args: ticket.args };
+      if (!tracing.enabled) return prepareIn(context, params, subscriber, opts);
+      // The operation's span: the pipeline's parse, validate and admission under it, then the subscribe (below).
+      const span = tracing.start(OPERATION_SPAN, {
+        kind: subscriber.parent ? 'server' : 'internal',
+        ...(subscriber.parent ? { parent: subscriber.parent } : {}),
+      });
+      const prepared = await tracing.with(span, () => prepareIn(context, params, subscriber, opts));
+      if (!prepared.ok) {
+        tracing.fail(span, String(prepared.errors[0]?.extensions.code ?? 'BAD_REQUEST'));
+        span?.end();
+      } else if (span) {
+        if (getOperationAST(prepared.args.document, prepared.args.operationName)?.operation === 'subscription')
+          operations.set(context, span);
+        // Queries and mutations over WebSocket are executed by graphql-ws itself, outside this path.
+        else span.end();
+      }
+      return prepared;
     },
 
     /**
      * graphql-js's `subscribe`, except for a subscription that joined a shared execution: its event stream is
      * returned as it is, without the mapping to results graphql-js wraps around it (closures, a generator and
      * promises per subscriber), since it never yields — the shared execution writes its results. The resolver and
-     * every check in it run the same way either way.
+     * every check in it run the same way either way. With tracing on, it runs in the operation's span, which then
+     * ends: the events it delivers later are traces of their own (sharedExecution.ts).
      */
     async subscribe(args: ExecutionArgs) {
-      const context = args.contextValue as Context;
-      if (!sharing.has(context)) return graphqlSubscribe(args);
-      const source = (await createSourceEventStream(args)) as AsyncIterableIterator<ExecutionResult> | ExecutionResult;
-      if (!(Symbol.asyncIterator in source) || joined.has(context)) return source;
-      // A stream that did not join (no field of this schema does that today): run it the ordinary way.
-      await source.return?.();
-      return graphqlSubscribe(args);
+      const span = operations.get(args.contextValue as Context);
+      if (!span) return subscribeIn(args);
+      operations.delete(args.contextValue as Context);
+      try {
+        return await tracing.with(span, () => subscribeIn(args));
+      } finally {
+        span.end();
+      }
     },
 
     /**

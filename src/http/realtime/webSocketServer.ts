@@ -8,6 +8,8 @@ import type { Authentication, SessionLookup } from '../../auth/credentials.js';
 import type { Context } from '../../context.js';
 import { ANONYMOUS, type Principal } from '../../domain/policy.js';
 import { isForeignOrigin } from '../middleware/index.js';
+import { requestAttributes } from '../observability/index.js';
+import { tracing, type Parent } from '../../tracing.js';
 import { clientError } from '../problems/index.js';
 import { closeReasonFor, connectionCredential } from './connectionCredentials.js';
 import { keepAlive } from './keepAlive.js';
@@ -36,6 +38,26 @@ interface Extra {
   request?: IncomingMessage;
 }
 
+/**
+ * With tracing on, the upgrade's own span (`GET /graphql`, 101) continues the handshake's `traceparent`; the
+ * connection's operations hang under it unless `connection_init` names a trace of its own.
+ */
+function traceUpgrade(req: IncomingMessage, handshake: (done: () => Parent | undefined) => void) {
+  const span = tracing.start('GET /graphql', {
+    kind: 'server',
+    root: true,
+    parent: tracing.extract(req.headers),
+    attributes: { ...requestAttributes(req, '/graphql', 'http'), 'http.route': '/graphql' },
+  });
+  tracing.with(span, () =>
+    handshake(() => {
+      span?.setAttribute('http.response.status_code', 101);
+      span?.end();
+      return tracing.current();
+    }),
+  );
+}
+
 interface ConnectionState {
   principal: Principal;
   /** The client's address, as the rate budget sees it. */
@@ -46,6 +68,8 @@ interface ConnectionState {
   slots: Map<string, Release>;
   idle: ReturnType<typeof idleTimer>;
   unbindSession?: Release;
+  /** The trace its operations continue: `connection_init`'s traceparent, else the upgrade request's span. */
+  parent?: Parent;
 }
 
 /**
@@ -72,6 +96,8 @@ export function createWebSocketServer(deps: {
   const states = new WeakMap<object, ConnectionState>();
   /** The TCP socket under each WebSocket. */
   const sockets = new WeakMap<WebSocket, Duplex>();
+  /** With tracing on, the context of each WebSocket's upgrade span. */
+  const upgrades = new WeakMap<WebSocket, Parent>();
 
   /** Writes a shared result as a graphql-ws `next` message: only the operation id and the cost are its own. */
   const memberOf = (socket: WebSocket, state: ConnectionState, id: string, context: Context): Member => {
@@ -102,6 +128,7 @@ export function createWebSocketServer(deps: {
       log: () => (state.log ??= logger.child({ reqId: state.requestId })),
       ip: state.ip,
       end: (why, message) => socket.close(why === 'expired' ? CLOSE.forbidden : CLOSE.policy, message.slice(0, 120)),
+      ...(state.parent ? { parent: state.parent } : {}),
     };
   };
 
@@ -118,6 +145,7 @@ export function createWebSocketServer(deps: {
         return false;
       }
       const state: ConnectionState = {
+        ...(tracing.enabled ? { parent: tracing.extract(ctx.connectionParams ?? {}) ?? upgrades.get(socket) } : {}),
         principal: ANONYMOUS,
         // Behind a balancer the budget follows the client address the proxy reports, as on HTTP.
         ip: clientIp(request, deps.trustProxy),
@@ -263,10 +291,15 @@ export function createWebSocketServer(deps: {
         return;
       }
       socket.once('close', admitted);
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        sockets.set(ws, socket);
-        wss.emit('connection', ws, req);
-      });
+      const handshake = (done?: () => Parent | undefined) =>
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          sockets.set(ws, socket);
+          const parent = done?.();
+          if (parent) upgrades.set(ws, parent);
+          wss.emit('connection', ws, req);
+        });
+      if (tracing.enabled) traceUpgrade(req, handshake);
+      else handshake();
     },
     /** Shutdown: every client is told the server is going away (1001). */
     async close() {

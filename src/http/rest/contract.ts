@@ -127,6 +127,10 @@ export const Problem = documented(
       description: `Each invalid field (at most ${MAX_LISTED_INVALID}), with a JSON pointer into the request.`,
       maxItems: MAX_LISTED_INVALID,
     }).optional(),
+    traceId: documented(z.string().regex(/^[0-9a-f]{32}$/), {
+      description:
+        'The W3C trace id of the request, when the server runs with tracing on: quote it in a bug report to find the trace.',
+    }).optional(),
   }),
   { id: 'Problem' },
 );
