@@ -191,16 +191,17 @@ export function directoryRows(db: Queryable): DirectoryRepository {
     },
 
     async insertUser(id, input, revision) {
-      // A deleted user with the same externalId is what the new one replaces: one row per provisioned person.
-      if (input.externalId !== null) {
-        await db.query(`delete from directory_users where external_id = $1 and deleted_at is not null`, [
-          input.externalId,
-        ]);
-      }
+      // A deleted user with the same externalId is what the new one replaces (one row per provisioned person); the
+      // tokens it refused stay refused.
       const [row] = await db.query(
-        `insert into directory_users
+        `with replaced as (
+           delete from directory_users where external_id = $3 and deleted_at is not null
+           returning tokens_valid_after
+         )
+         insert into directory_users
            (id, user_name, external_id, display_name, name, emails, active, revision, tokens_valid_after)
-         values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, case when $7 then null else now() end)
+         values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8,
+           case when $7 then (select max(tokens_valid_after) from replaced) else now() end)
          returning ${USER_COLUMNS.replace(/u\./g, '')}`,
         [id, ...userParams(input), revision],
       );
