@@ -134,10 +134,9 @@ export function createProvisioning(deps: { storage: Storage; feed: DirectoryFeed
 
     async list(
       query: DirectoryQuery<UserField> | null,
-      startIndex?: number,
-      count?: number,
+      opts: { startIndex?: number; count?: number } = {},
     ): Promise<DirectoryPage<DirectoryUser>> {
-      const window = pageWindow(startIndex, count);
+      const window = pageWindow(opts.startIndex, opts.count);
       const { total, items } = await repo.listUsers(query, window);
       return { totalResults: total, startIndex: window.startIndex, items };
     },

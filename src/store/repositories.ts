@@ -1,4 +1,4 @@
-import type { Repositories, Storage } from '../domain/ports.js';
+import type { DirectoryRepository, Repositories, Storage } from '../domain/ports.js';
 import { customerBySubject, customersByIds, insertCustomerForSubject } from './customers.js';
 import type { Database, Queryable } from './db.js';
 import { directoryRows } from './directory.js';
@@ -18,8 +18,12 @@ import { allProducts } from './products.js';
 
 /** The domain's repositories over one connection or one open transaction. */
 export function repositoriesOver(db: Queryable): Repositories {
+  let directory: DirectoryRepository | undefined;
   return {
-    directory: directoryRows(db),
+    // Made on first use: most transactions are about orders.
+    get directory() {
+      return (directory ??= directoryRows(db));
+    },
     orders: {
       find: (id) => findOrder(db, id),
       list: (opts) => listOrders(db, opts),

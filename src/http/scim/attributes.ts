@@ -164,3 +164,21 @@ export function checkSchemas(definition: ResourceDefinition, schemas: unknown): 
   );
   if (other !== undefined) throw invalid(`Schema ${shown(other)} is not supported for a ${definition.name}.`);
 }
+
+/**
+ * The attributes of a POST or PUT body, or of a patched representation: an object, with the resource's core schema
+ * in `schemas`, and an `id` (if any) that is the one of `current`, the resource it replaces.
+ */
+export function bodyValues(
+  definition: ResourceDefinition,
+  body: unknown,
+  current: { readonly id: string } | null,
+): Record<string, unknown> {
+  if (!isObject(body)) {
+    throw new ScimError('invalidSyntax', `The body must be a ${definition.name} resource (a JSON object).`);
+  }
+  const { values, id, schemas } = resourceValues(definition, body);
+  checkSchemas(definition, schemas);
+  if (current && id !== undefined && id !== current.id) throw new ScimError('mutability', 'id cannot be changed.');
+  return values;
+}

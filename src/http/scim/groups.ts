@@ -1,4 +1,4 @@
-import express, { type Request } from 'express';
+import type express from 'express';
 import type {
   DirectoryGroup,
   DirectoryGroupInput,
@@ -7,10 +7,11 @@ import type {
 } from '../../domain/directory.js';
 import type { Provisioning } from '../../domain/provisioning.js';
 import { ScimError } from '../problems/index.js';
-import { checkSchemas, GROUP, isObject, resourceValues } from './attributes.js';
-import { filterQuery, type Filterable } from './filters.js';
+import { bodyValues, GROUP } from './attributes.js';
+import type { Filterable } from './filters.js';
 import { applyPatch } from './patch.js';
-import { metaOf, pageParams, preconditionOf, projectionOf, queryValue, sendList, sendResource } from './resources.js';
+import { resourceRouter } from './resourceRoutes.js';
+import { metaOf } from './resources.js';
 import { URN } from './schemas.js';
 
 const FILTERABLE: Filterable<GroupField> = {
@@ -59,10 +60,7 @@ function patchable(group: DirectoryGroupWithMembers): Record<string, unknown> {
 
 /** A Group body (POST, PUT, or the result of a PATCH): its name, externalId and member user ids. */
 export function groupInput(body: unknown, current: DirectoryGroup | null): DirectoryGroupInput {
-  if (!isObject(body)) throw new ScimError('invalidSyntax', 'The body must be a Group resource (a JSON object).');
-  const { values, id, schemas } = resourceValues(GROUP, body);
-  checkSchemas(GROUP, schemas);
-  if (current && id !== undefined && id !== current.id) throw new ScimError('mutability', 'id cannot be changed.');
+  const values = bodyValues(GROUP, body, current);
   if (typeof values.displayName !== 'string') throw new ScimError('invalidValue', 'displayName is required.');
   const members = (values.members as Record<string, unknown>[] | null | undefined) ?? [];
   return {
@@ -78,55 +76,19 @@ export function groupInput(body: unknown, current: DirectoryGroup | null): Direc
   };
 }
 
-/** /Groups: list by displayName and others, create, and read, replace, patch (members too) and delete one. */
+/** /Groups: the directory's groups and their members. */
 export function groupsRouter(provisioning: Provisioning, base: string): express.Router {
   const { groups } = provisioning;
-  const router = express.Router();
-  const show = (req: Request, group: DirectoryGroup) => projectionOf(req, URN.group).apply(groupResource(group, base));
-
-  router.get('/', async (req, res) => {
-    const filter = queryValue(req, 'filter');
-    const members = projectionOf(req, URN.group).wants('members');
-    const page = await groups.list(filter === undefined ? null : filterQuery(filter, FILTERABLE, URN.group), {
-      ...pageParams(req),
-      members,
-    });
-    sendList(
-      res,
-      page,
-      page.items.map((g) => show(req, g)),
-    );
+  return resourceRouter<DirectoryGroup, DirectoryGroupWithMembers, DirectoryGroupInput, GroupField>({
+    schema: URN.group,
+    filterable: FILTERABLE,
+    list: (query, opts) => groups.list(query, opts),
+    get: (id, opts) => groups.get(id, opts),
+    create: (input) => groups.create(input),
+    modify: (id, change, precondition) => groups.modify(id, change, precondition),
+    remove: (id, precondition) => groups.remove(id, precondition),
+    show: (group) => groupResource(group, base),
+    input: groupInput,
+    patched: (current, body) => applyPatch(GROUP, patchable(current), body),
   });
-
-  router.post('/', async (req, res) => {
-    const group = await groups.create(groupInput(req.body, null));
-    sendResource(req, res, 201, groupResource(group, base), show(req, group));
-  });
-
-  router.get('/:id', async (req, res) => {
-    const members = projectionOf(req, URN.group).wants('members');
-    const group = await groups.get(req.params.id!, { members });
-    sendResource(req, res, 200, groupResource(group, base), show(req, group));
-  });
-
-  router.put('/:id', async (req, res) => {
-    const group = await groups.modify(req.params.id!, (current) => groupInput(req.body, current), preconditionOf(req));
-    sendResource(req, res, 200, groupResource(group, base), show(req, group));
-  });
-
-  router.patch('/:id', async (req, res) => {
-    const group = await groups.modify(
-      req.params.id!,
-      (current) => groupInput(applyPatch(GROUP, patchable(current), req.body), current),
-      preconditionOf(req),
-    );
-    sendResource(req, res, 200, groupResource(group, base), show(req, group));
-  });
-
-  router.delete('/:id', async (req, res) => {
-    await groups.remove(req.params.id!, preconditionOf(req));
-    res.status(204).end();
-  });
-
-  return router;
 }

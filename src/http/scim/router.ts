@@ -69,19 +69,21 @@ export function createScimRouter(deps: {
     noFilter(req);
     all(res, resourceTypeDocuments(base));
   });
+  /** One discovery document by its id, in any case. */
+  const one = <D extends { id: string }>(documents: D[], id: string, known: string): D => {
+    const found = documents.find((d) => d.id.toLowerCase() === id.toLowerCase());
+    if (!found) throw new ScimError('notFound', known);
+    return found;
+  };
   v2.get('/ResourceTypes/:name', (req, res) => {
-    const found = resourceTypeDocuments(base).find((t) => t.id.toLowerCase() === req.params.name!.toLowerCase());
-    if (!found) throw new ScimError('notFound', 'The resource types are User and Group.');
-    send(res, 200, found);
+    send(res, 200, one(resourceTypeDocuments(base), req.params.name!, 'The resource types are User and Group.'));
   });
   v2.get('/Schemas', (req, res) => {
     noFilter(req);
     all(res, schemaDocuments(base));
   });
   v2.get('/Schemas/:urn', (req, res) => {
-    const found = schemaDocuments(base).find((s) => s.id.toLowerCase() === req.params.urn!.toLowerCase());
-    if (!found) throw new ScimError('notFound', 'The schemas are the core User and Group schemas.');
-    send(res, 200, found);
+    send(res, 200, one(schemaDocuments(base), req.params.urn!, 'The schemas are the core User and Group schemas.'));
   });
   v2.use('/Users', usersRouter(deps.provisioning, base));
   v2.use('/Groups', groupsRouter(deps.provisioning, base));

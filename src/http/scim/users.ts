@@ -1,4 +1,4 @@
-import express, { type Request } from 'express';
+import type express from 'express';
 import type {
   DirectoryEmail,
   DirectoryUser,
@@ -8,10 +8,11 @@ import type {
 } from '../../domain/directory.js';
 import type { Provisioning } from '../../domain/provisioning.js';
 import { ScimError } from '../problems/index.js';
-import { checkSchemas, isObject, resourceValues, USER } from './attributes.js';
-import { filterQuery, type Filterable } from './filters.js';
+import { bodyValues, USER } from './attributes.js';
+import type { Filterable } from './filters.js';
 import { applyPatch } from './patch.js';
-import { metaOf, pageParams, preconditionOf, projectionOf, queryValue, sendList, sendResource } from './resources.js';
+import { resourceRouter } from './resourceRoutes.js';
+import { metaOf } from './resources.js';
 import { URN } from './schemas.js';
 
 const FILTERABLE: Filterable<UserField> = {
@@ -55,10 +56,7 @@ const str = (value: unknown): string | null => (typeof value === 'string' ? valu
  * so a PUT that forgets `active` never reactivates anyone. A POST without `active` creates an active user.
  */
 export function userInput(body: unknown, current: DirectoryUser | null): DirectoryUserInput {
-  if (!isObject(body)) throw new ScimError('invalidSyntax', 'The body must be a User resource (a JSON object).');
-  const { values, id, schemas } = resourceValues(USER, body);
-  checkSchemas(USER, schemas);
-  if (current && id !== undefined && id !== current.id) throw new ScimError('mutability', 'id cannot be changed.');
+  const values = bodyValues(USER, body, current);
   if (typeof values.userName !== 'string') throw new ScimError('invalidValue', 'userName is required.');
   const name = values.name as PersonName | null | undefined;
   const emails = (values.emails as Record<string, unknown>[] | null | undefined) ?? [];
@@ -80,55 +78,19 @@ export function userInput(body: unknown, current: DirectoryUser | null): Directo
   };
 }
 
-/** /Users: list with filter and pages, create, and read, replace, patch and delete one. */
+/** /Users: the directory's people. */
 export function usersRouter(provisioning: Provisioning, base: string): express.Router {
   const { users } = provisioning;
-  const router = express.Router();
-  const show = (req: Request, user: DirectoryUser) => projectionOf(req, URN.user).apply(userResource(user, base));
-
-  router.get('/', async (req, res) => {
-    const filter = queryValue(req, 'filter');
-    const { startIndex, count } = pageParams(req);
-    const page = await users.list(
-      filter === undefined ? null : filterQuery(filter, FILTERABLE, URN.user),
-      startIndex,
-      count,
-    );
-    sendList(
-      res,
-      page,
-      page.items.map((u) => show(req, u)),
-    );
+  return resourceRouter<DirectoryUser, DirectoryUser, DirectoryUserInput, UserField>({
+    schema: URN.user,
+    filterable: FILTERABLE,
+    list: (query, opts) => users.list(query, opts),
+    get: (id) => users.get(id),
+    create: (input) => users.create(input),
+    modify: (id, change, precondition) => users.modify(id, change, precondition),
+    remove: (id, precondition) => users.remove(id, precondition),
+    show: (user) => userResource(user, base),
+    input: userInput,
+    patched: (current, body) => applyPatch(USER, patchable(current, base), body),
   });
-
-  router.post('/', async (req, res) => {
-    const user = await users.create(userInput(req.body, null));
-    sendResource(req, res, 201, userResource(user, base), show(req, user));
-  });
-
-  router.get('/:id', async (req, res) => {
-    const user = await users.get(req.params.id!);
-    sendResource(req, res, 200, userResource(user, base), show(req, user));
-  });
-
-  router.put('/:id', async (req, res) => {
-    const user = await users.modify(req.params.id!, (current) => userInput(req.body, current), preconditionOf(req));
-    sendResource(req, res, 200, userResource(user, base), show(req, user));
-  });
-
-  router.patch('/:id', async (req, res) => {
-    const user = await users.modify(
-      req.params.id!,
-      (current) => userInput(applyPatch(USER, patchable(current, base), req.body), current),
-      preconditionOf(req),
-    );
-    sendResource(req, res, 200, userResource(user, base), show(req, user));
-  });
-
-  router.delete('/:id', async (req, res) => {
-    await users.remove(req.params.id!, preconditionOf(req));
-    res.status(204).end();
-  });
-
-  return router;
 }
