@@ -597,6 +597,8 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
         'invalidValue',
       ],
       [userBody(unique('u'), { userName: 'dup', USERNAME: 'dup2' }), 400, 'invalidValue'],
+      [userBody('nul\u0000byte'), 400, 'invalidValue'],
+      [userBody(unique('u'), { name: { givenName: 'a\u0000' } }), 400, 'invalidValue'],
     ];
     for (const [body, status, scimType] of refused) assertScimError(await dir.post('/Users', body), status, scimType);
     // At the edges: 256 characters, 20 emails.
@@ -708,6 +710,22 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
 
     await dir.delete(`/Groups/${group.id}`).expect(204);
     assertScimError(await dir.get(`/Groups/${group.id}`), 404);
+
+    // Directory writes take turns: 20 PATCHes adding one member each, at once, lose none.
+    const crowd = await dir.post('/Groups', { schemas: [GROUP_SCHEMA], displayName: `${name}-crowd` }).expect(201);
+    const joining = await Promise.all(Array.from({ length: 20 }, () => create()));
+    const added = await Promise.all(
+      joining.map((u) =>
+        dir.patch(`/Groups/${crowd.body.id}`, [{ op: 'add', path: 'members', value: [{ value: u.id }] }]),
+      ),
+    );
+    assert.deepEqual(
+      added.map((a) => a.status),
+      Array(20).fill(200),
+    );
+    const crowded = (await dir.get(`/Groups/${crowd.body.id}`).expect(200)).body as ScimGroup;
+    assert.deepEqual(crowded.members!.map((m) => m.value).sort(), joining.map((u) => u.id).sort());
+    assert.equal(crowded.meta.version, `"${crowd.body.id}.v21"`);
   });
 
   test('failed attempts spend the client address rate budget: 50 fail with 401, then 429 even for the right token', async () => {

@@ -105,6 +105,8 @@ function single(attribute: Attribute, value: unknown, where: string): unknown {
     }
     default:
       if (typeof value !== 'string') throw invalid(`${where} must be a string.`);
+      // PostgreSQL text cannot hold U+0000.
+      if (value.includes('\u0000')) throw invalid(`${where} contains a NUL character.`);
       return value;
   }
 }

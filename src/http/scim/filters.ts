@@ -96,6 +96,7 @@ function comparable(kind: FieldKind, value: unknown, attribute: string): string 
     throw invalid(`${shown(attribute)} is compared with true or false.`);
   }
   if (typeof value !== 'string') throw invalid(`${shown(attribute)} is compared with a string.`);
+  if (value.includes('\u0000')) throw invalid(`${shown(attribute)} is compared with a string that holds a NUL.`);
   if (kind === 'timestamp' && !(RFC3339.test(value) && !Number.isNaN(Date.parse(value)))) {
     throw invalid(`${shown(attribute)} is compared with an RFC 3339 date-time.`);
   }
