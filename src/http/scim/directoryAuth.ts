@@ -7,7 +7,8 @@ import { bearerChallenge, ScimError, RETRY_LATER } from '../problems/index.js';
 
 /**
  * Points a failed attempt spends from its client address's budget (RATE_LIMIT_POINTS per RATE_LIMIT_WINDOW_S, 5000
- * per hour by default: 50 failures). Successful requests spend nothing: a directory's first sync writes thousands.
+ * per hour by default: 50 failures; the whole budget when it is smaller). Successful requests spend nothing: a
+ * directory's first sync writes thousands.
  */
 export const FAILED_ATTEMPT_PRICE = 100;
 
@@ -49,7 +50,9 @@ export function directoryAuth(deps: {
   return async (req: Request, _res: Response, next: NextFunction) => {
     const key = clientKey(ANONYMOUS, req.ip);
     const left = await deps.budget.charge(key, 0);
-    if (left.remaining < FAILED_ATTEMPT_PRICE) {
+    // A budget smaller than one failure's price still allows one failure per window.
+    const price = Math.min(FAILED_ATTEMPT_PRICE, left.limit);
+    if (left.remaining < price) {
       const refused = { ...left, allowed: false };
       throw new ScimError(
         'rateLimited',
@@ -60,7 +63,7 @@ export function directoryAuth(deps: {
     const presented = BEARER_HEADER.exec(req.get('authorization') ?? '')?.[1];
     const verdict = presented === undefined ? 'no' : await isDirectory(presented);
     if (verdict === 'yes') return next();
-    const charge = await deps.budget.charge(key, FAILED_ATTEMPT_PRICE);
+    const charge = await deps.budget.charge(key, price);
     if (!charge.allowed) {
       throw new ScimError(
         'rateLimited',
