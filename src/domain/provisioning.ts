@@ -79,9 +79,20 @@ export function createProvisioning(deps: { storage: Storage; feed: DirectoryFeed
   const { storage, feed } = deps;
   const repo = storage.directory;
 
+  /**
+   * The writes of this replica queue here, in memory, before they take a connection: the turn in the database makes
+   * writes of all replicas take turns, and a burst of them waiting for it inside open transactions would hold every
+   * connection of the pool, and with them the orders' requests.
+   */
+  let queue: Promise<unknown> = Promise.resolve();
+
   /** A directory write: its turn, its transaction, then every replica's access rules told. */
   async function committed<T>(work: (tx: DirectoryRepository, revision: string) => Promise<T>): Promise<T> {
-    const result = await storage.transaction(async (tx) => work(tx.directory, await tx.directory.takeTurn()));
+    const write = queue.then(() =>
+      storage.transaction(async (tx) => work(tx.directory, await tx.directory.takeTurn())),
+    );
+    queue = write.catch(() => undefined);
+    const result = await write;
     await feed.announce();
     return result;
   }
