@@ -4,11 +4,12 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
 import { browserLoginFor } from './auth/browserLogin.js';
-import { createAuthentication } from './auth/credentials.js';
+import { createAuthentication, sessionsAdmittedBy } from './auth/credentials.js';
 import { createDpopProofVerifier } from './auth/dpop.js';
 import type { EmbeddedIdpOptions } from './auth/embeddedIdp.js';
 import { createSessionStore, deleteExpiredSessions } from './auth/sessions.js';
 import type { Config } from './config.js';
+import { createDirectoryAccess } from './domain/directoryAccess.js';
 import type { EventChannel } from './domain/ports.js';
 import { createServices } from './domain/services.js';
 import { createAuthRouter, favicon, homeRoute } from './http/browser/index.js';
@@ -45,8 +46,10 @@ import {
   endingStreamsOnRevoke,
 } from './http/realtime/index.js';
 import { createRestRouter } from './http/rest/index.js';
+import { createScimRouter, scimNotConfigured } from './http/scim/index.js';
 import { buildSchema } from './resolvers/schema.js';
 import type { Database } from './store/db.js';
+import { createDirectoryFeed } from './store/directoryFeed.js';
 import { databaseReplayStore, deleteExpiredProofIds, redisReplayStore } from './store/dpopReplay.js';
 import { createEventBus } from './store/eventBus.js';
 import { deleteOldEvents } from './store/events.js';
@@ -86,7 +89,16 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     },
     listen: (listener) => bus.listen(listener),
   };
-  const services = createServices(createStorage(db), events);
+  // What the directory (SCIM) says about callers, on every replica: filled before the first request, kept in sync.
+  const directory = createDirectoryAccess();
+  const directoryFeed = await createDirectoryFeed({
+    db,
+    logger,
+    staffGroup: config.scim.staffGroup,
+    onChanges: (changes) => directory.apply(changes),
+    ...(redis ? { redis } : {}),
+  });
+  const services = createServices(createStorage(db), events, directoryFeed);
   // Resolver spans are for debugging only (OTEL_GRAPHQL_RESOLVER_SPANS): the schema's resolvers are wrapped once.
   const schema = tracing.resolverSpans ? withResolverSpans(buildSchema()) : buildSchema();
   const budget = countingRefusals(
@@ -126,6 +138,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     issuer,
     audience: config.oidc.audience,
     rolesClaim: config.oidc.rolesClaim,
+    linkClaim: config.scim.linkClaim,
     // The embedded provider's keys are at hand; any other issuer's come from its discovery document.
     keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer),
     dpop: createDpopProofVerifier({ publicUrl: config.publicUrl, replay: proofReplay }),
@@ -137,9 +150,12 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     channelPrefix: `orders-api:${db.identity}`,
     logger,
     onRefused: () => metrics.refusals.inc({ reason: 'stream_limit' }),
+    verdict: (caller) => directory.verdictOn(caller),
     ...(redis ? { redis } : {}),
   });
-  const sessions = endingStreamsOnRevoke(sessionStore, streams);
+  // A deactivation (or a change of staff membership) at the directory ends the person's open streams at once.
+  directory.onChange(() => streams.recheckCallers());
+  const sessions = endingStreamsOnRevoke(sessionsAdmittedBy(sessionStore, directory), streams);
   const sweeper = createSweeper({
     db,
     intervalMs: config.sweepIntervalSeconds * 1000,
@@ -154,10 +170,14 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   // The session cookie authenticates GraphQL on every transport; REST stays token-only. Streams it opens end with
   // the session (logout, expiry, revocation) through the stream registry, so the principal carries no end.
   const sessionCookie = authCookies(config.publicUrl).session;
-  const callers = createAuthentication(verifier, {
-    cookieName: sessionCookie,
-    lookup: async (id: string) => (await sessions.touch(id))?.user ?? null,
-  });
+  const callers = createAuthentication(
+    verifier,
+    {
+      cookieName: sessionCookie,
+      lookup: async (id: string) => (await sessions.touch(id))?.user ?? null,
+    },
+    directory,
+  );
   const trusted = trustedOrigins(config.publicUrl, config.corsOrigins);
   const graphql = await createGraphqlRouter({
     schema,
@@ -208,7 +228,20 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   app.use('/graphql', graphql.router);
   // Development only, like Sandbox: production answers 404 there.
   if (!config.isProduction) app.use(GRAPHIQL_PATH, createGraphiqlRouter());
-  app.use('/v1', createRestRouter({ services, auth: createAuthentication(verifier), budget }));
+  app.use('/v1', createRestRouter({ services, auth: createAuthentication(verifier, undefined, directory), budget }));
+  app.use(
+    '/scim',
+    config.scim.enabled
+      ? createScimRouter({
+          provisioning: services.provisioning,
+          publicUrl: config.publicUrl,
+          ...(config.scim.token ? { token: config.scim.token } : {}),
+          ...(config.scim.scope ? { scope: config.scim.scope } : {}),
+          auth: createAuthentication(verifier),
+          budget,
+        })
+      : scimNotConfigured,
+  );
   app.use('/problems', problemPages());
   app.use(routeNotFound);
   app.use(lastResort);
@@ -220,6 +253,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     metrics,
     issuer,
     budget,
+    /** The directory's verdicts: `isDeactivated(key)` for work done on someone's behalf outside a request. */
+    directory,
     sweeper,
     /** WebSocket subscriptions share the /graphql path with HTTP. */
     websockets,
@@ -238,6 +273,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       await sweeper.stop();
       await streams.close();
       await bus.close();
+      await directoryFeed.close();
       await budget.close();
       proofReplay.close();
     },

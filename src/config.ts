@@ -235,6 +235,26 @@ const EnvSchema = z.object({
     .min(0)
     .default(8 * 1024),
   APQ_MAX_ENTRIES: z.coerce.number().int().min(0).default(2000),
+  SCIM_TOKEN: optionalString.pipe(
+    z
+      .string()
+      .min(32, 'SCIM_TOKEN must be at least 32 characters (a random secret, e.g. openssl rand -base64 32)')
+      .max(512, 'SCIM_TOKEN must be at most 512 characters')
+      .regex(/^[A-Za-z0-9\-._~+/]+=*$/, 'SCIM_TOKEN must be a token68 (letters, digits and -._~+/ then optional =)')
+      .optional(),
+  ),
+  SCIM_SCOPE: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'SCIM_SCOPE must be one OAuth scope (no spaces or quotes), or off')
+      .optional(),
+  ),
+  SCIM_LINK_CLAIM: z
+    .string()
+    .trim()
+    .regex(/^[^.\s]+(\.[^.\s]+)*$/, 'SCIM_LINK_CLAIM must be a dotted claim path such as sub, oid or email')
+    .default('sub'),
+  SCIM_STAFF_GROUP: z.string().trim().min(1).max(256).default('staff'),
   TRUST_PROXY: z
     .string()
     .trim()
@@ -352,6 +372,19 @@ export interface Config {
   readonly signin: { readonly lockSeconds: number };
   /** OpenTelemetry tracing: off unless an OTLP endpoint is configured (then the SDK is loaded, and only then). */
   readonly tracing: TracingConfig;
+  /**
+   * SCIM 2.0 provisioning at /scim/v2. Off (404) unless the directory can authenticate: with the shared secret
+   * `token`, or with an access token from the issuer that carries `scope`.
+   */
+  readonly scim: {
+    readonly enabled: boolean;
+    readonly token?: string;
+    readonly scope?: string;
+    /** The token claim whose value a directory user's externalId is (SCIM_LINK_CLAIM). */
+    readonly linkClaim: string;
+    /** The group whose members are staff, when the directory sends it (SCIM_STAFF_GROUP). */
+    readonly staffGroup: string;
+  };
   /** Static limits and the cost ceiling every GraphQL document meets before anything runs, on every transport. */
   readonly graphql: {
     readonly maxDepth: number;
@@ -490,6 +523,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     sweepIntervalSeconds: e.SWEEP_INTERVAL_S,
     signin: { lockSeconds: e.SIGNIN_LOCK_S },
     tracing: tracingConfig(e),
+    scim: scimConfig(e),
     graphql: {
       maxDepth: e.MAX_QUERY_DEPTH,
       maxAliases: e.MAX_ALIASES,
@@ -527,6 +561,21 @@ function tracingConfig(e: z.infer<typeof EnvSchema>): TracingConfig {
       maxExportBatchSize: e.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
     },
     resolverSpans: e.OTEL_GRAPHQL_RESOLVER_SPANS,
+  };
+}
+
+/**
+ * SCIM_SCOPE defaults to `scim` with the embedded IdP (development: its `directory` client gets that scope by the
+ * client-credentials grant) and to off with any other issuer, so production turns SCIM on only when told.
+ */
+function scimConfig(e: z.infer<typeof EnvSchema>): Config['scim'] {
+  const scope = e.SCIM_SCOPE === 'off' ? undefined : (e.SCIM_SCOPE ?? (e.OIDC_ISSUER ? undefined : 'scim'));
+  return {
+    enabled: Boolean(e.SCIM_TOKEN || scope),
+    ...(e.SCIM_TOKEN ? { token: e.SCIM_TOKEN } : {}),
+    ...(scope ? { scope } : {}),
+    linkClaim: e.SCIM_LINK_CLAIM,
+    staffGroup: e.SCIM_STAFF_GROUP,
   };
 }
 

@@ -32,7 +32,11 @@ describe('embedded IdP metadata tells the truth', () => {
   test('discovery lists the API scopes in scopes_supported', async () => {
     const res = await server.http.get('/idp/.well-known/openid-configuration');
     assert.equal(res.status, 200);
-    const metadata = res.body as { scopes_supported: string[]; userinfo_endpoint: string };
+    const metadata = res.body as {
+      scopes_supported: string[];
+      userinfo_endpoint: string;
+      grant_types_supported: string[];
+    };
     assert.deepEqual([...metadata.scopes_supported].sort(), [
       'email',
       'offline_access',
@@ -40,8 +44,16 @@ describe('embedded IdP metadata tells the truth', () => {
       'orders:read',
       'orders:write',
       'profile',
+      'scim',
     ]);
     assert.equal(metadata.userinfo_endpoint, `${issuer}/me`);
+    // The development directory's client-credentials grant (SCIM provisioning).
+    assert.ok(metadata.grant_types_supported.includes('client_credentials'));
+  });
+
+  test('scope scim is the directory client alone: a person who asks for it signs in without it', async () => {
+    const tokens = await login({ scope: 'openid orders:read scim' });
+    assert.equal(decodeJwt(tokens.accessToken).scope, 'orders:read');
   });
 
   test("openid-client's fetchUserInfo works with the access token of a code + PKCE flow, which the API takes too", async () => {

@@ -229,4 +229,55 @@ describe('the production build: prod dependencies only, NODE_ENV=production, an 
     assert.equal(pub.status, 404);
     assert.equal(pub.get('content-type'), 'application/problem+json; charset=utf-8');
   });
+
+  test('SCIM is off (404) unless SCIM_TOKEN or SCIM_SCOPE is set, and when on nothing under /scim/v2 answers without credentials', async () => {
+    const off = await request(prod.url).get('/scim/v2/Users').set('authorization', 'Bearer anything').expect(404);
+    assert.equal(off.get('content-type'), 'application/scim+json; charset=utf-8');
+    assert.equal(off.body.status, '404');
+
+    const secret = randomBytes(32).toString('base64url');
+    const scim = await startReplica(
+      {
+        NODE_ENV: 'production',
+        DATABASE_URL: databaseUrl!,
+        DATABASE_SCHEMA: schema,
+        REDIS_URL: redisUrl!,
+        OIDC_ISSUER: issuer.running.app.issuer,
+        DRAIN_DELAY_S: '0',
+        SCIM_TOKEN: secret,
+        SCIM_SCOPE: 'scim',
+      },
+      { build: { cwd: app, entry: 'dist/src/main.js' } },
+    );
+    try {
+      const paths = ['/ServiceProviderConfig', '/ResourceTypes', '/Schemas', '/Users', '/Groups', '/Users/x', '/Nope'];
+      for (const path of paths) {
+        for (const method of ['get', 'post', 'delete'] as const) {
+          const res = await request(scim.url)[method](`/scim/v2${path}`);
+          assert.equal(res.status, 401, `${method} ${path}`);
+          assert.equal(res.get('content-type'), 'application/scim+json; charset=utf-8');
+          assert.equal(res.body.status, '401');
+        }
+      }
+      // An access token of a person (no scim scope) is not enough; the shared secret and the directory's token are.
+      assert.equal((await request(scim.url).get('/scim/v2/Users').set('authorization', `Bearer ${alice}`)).status, 403);
+      await request(scim.url).get('/scim/v2/Users').set('authorization', `Bearer ${secret}`).expect(200);
+      const granted = await request(issuer.running.app.issuer)
+        .post('/token')
+        .auth('directory', 'directory-secret')
+        .type('form')
+        .send({ grant_type: 'client_credentials', scope: 'scim' })
+        .expect(200);
+      const created = await request(scim.url)
+        .post('/scim/v2/Users')
+        .set({ authorization: `Bearer ${granted.body.access_token}`, 'content-type': 'application/scim+json' })
+        .send(
+          JSON.stringify({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: `prod-${randomUUID()}` }),
+        )
+        .expect(201);
+      assert.equal(created.get('content-type'), 'application/scim+json; charset=utf-8');
+    } finally {
+      await scim.stop();
+    }
+  });
 });

@@ -17,7 +17,7 @@ interface Realm {
   realm: string;
   roles: { realm: { name: string }[] };
   clientScopes: { name: string; protocolMappers?: { protocolMapper: string; config: Record<string, string> }[] }[];
-  clients: Client[];
+  clients: (Client & { serviceAccountsEnabled?: boolean; standardFlowEnabled?: boolean })[];
   users: { username: string; realmRoles?: string[]; credentials: { value: string }[] }[];
 }
 
@@ -73,6 +73,7 @@ describe('the production compose stack and its Keycloak realm agree with the app
     assert.equal(mapper.config['access.token.claim'], 'true');
     for (const c of realm.clients) {
       assert.ok(c.defaultClientScopes.includes('orders-api-audience'), c.clientId);
+      if (c.clientId === 'orders-directory') continue;
       // The `roles` scope is what puts realm roles into realm_access.roles (ROLES_CLAIM).
       assert.ok(c.defaultClientScopes.includes('roles'), c.clientId);
       assert.deepEqual(c.optionalClientScopes, ['orders:read', 'orders:write']);
@@ -81,6 +82,24 @@ describe('the production compose stack and its Keycloak realm agree with the app
       realm.clientScopes.map((s) => s.name).filter((n) => n.startsWith('orders:')),
       ['orders:read', 'orders:write'],
     );
+  });
+
+  test('orders-directory provisions over SCIM: confidential, client credentials only, and the only client with scope scim', () => {
+    const directory = client('orders-directory');
+    assert.equal(directory.publicClient, false);
+    assert.ok(directory.secret);
+    assert.equal(directory.serviceAccountsEnabled, true);
+    assert.equal(directory.standardFlowEnabled, false);
+    assert.deepEqual(directory.defaultClientScopes, ['orders-api-audience', env.SCIM_SCOPE]);
+    const scope = realm.clientScopes.find((s) => s.name === env.SCIM_SCOPE) as unknown as {
+      attributes: Record<string, string>;
+    };
+    assert.equal(scope.attributes['include.in.token.scope'], 'true');
+    for (const c of realm.clients.filter((c) => c.clientId !== 'orders-directory')) {
+      assert.ok(!c.defaultClientScopes.includes('scim') && !c.optionalClientScopes.includes('scim'), c.clientId);
+    }
+    const config = loadConfig(env).scim;
+    assert.deepEqual([config.enabled, config.scope, config.token], [true, 'scim', undefined]);
   });
 
   test('the staff role exists; carol has it, alice and bob are customers', () => {

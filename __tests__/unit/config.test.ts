@@ -117,6 +117,44 @@ describe('configuration', () => {
       'PUBLIC_URL: PUBLIC_URL must be an http(s) URL without query or fragment',
     ]);
   });
+
+  test('SCIM: scope scim with the embedded IdP, off with another issuer until SCIM_TOKEN or SCIM_SCOPE says so', () => {
+    const issuer = { OIDC_ISSUER: 'https://id.example.com' };
+    assert.deepEqual(loadConfig({}).scim, { enabled: true, scope: 'scim', linkClaim: 'sub', staffGroup: 'staff' });
+    assert.deepEqual(loadConfig({ SCIM_SCOPE: 'off' }).scim.enabled, false);
+    assert.deepEqual(loadConfig(issuer).scim, { enabled: false, linkClaim: 'sub', staffGroup: 'staff' });
+    const token = 'a'.repeat(32);
+    assert.deepEqual(loadConfig({ ...issuer, SCIM_TOKEN: token }).scim, {
+      enabled: true,
+      token,
+      linkClaim: 'sub',
+      staffGroup: 'staff',
+    });
+    const entra = loadConfig({
+      ...issuer,
+      SCIM_SCOPE: 'api://orders/scim',
+      SCIM_LINK_CLAIM: 'oid',
+      SCIM_STAFF_GROUP: 'Orders Staff',
+    });
+    assert.deepEqual(entra.scim, {
+      enabled: true,
+      scope: 'api://orders/scim',
+      linkClaim: 'oid',
+      staffGroup: 'Orders Staff',
+    });
+    // The secret is at least 32 characters of a bearer token's alphabet: one past the edge is refused.
+    assert.deepEqual(problemsOf({ SCIM_TOKEN: 'a'.repeat(31) }), [
+      'SCIM_TOKEN: SCIM_TOKEN must be at least 32 characters (a random secret, e.g. openssl rand -base64 32)',
+    ]);
+    assert.deepEqual(
+      problemsOf({ SCIM_TOKEN: `${'a'.repeat(32)} b`, SCIM_SCOPE: 'two scopes', SCIM_LINK_CLAIM: 'a..b' }),
+      [
+        'SCIM_TOKEN: SCIM_TOKEN must be a token68 (letters, digits and -._~+/ then optional =)',
+        'SCIM_SCOPE: SCIM_SCOPE must be one OAuth scope (no spaces or quotes), or off',
+        'SCIM_LINK_CLAIM: SCIM_LINK_CLAIM must be a dotted claim path such as sub, oid or email',
+      ],
+    );
+  });
 });
 
 describe('configuration of the HTTP server bounds', () => {

@@ -96,6 +96,8 @@ export function createTokenVerifier(opts: {
   issuer: string;
   audience: string;
   rolesClaim: string;
+  /** SCIM_LINK_CLAIM: the claim whose value is the caller's directory key (`sub` unless told). */
+  linkClaim?: string;
   keys: JWTVerifyGetKey;
   /** Checks the proofs of DPoP-bound tokens; without it, every DPoP presentation is refused. */
   dpop?: DpopProofVerifier;
@@ -148,6 +150,7 @@ export function createTokenVerifier(opts: {
     const name = typeof payload.name === 'string' ? payload.name : undefined;
     const email = typeof payload.email === 'string' ? payload.email : undefined;
     const clientId = [payload.client_id, payload.azp].find((v): v is string => typeof v === 'string');
+    const directoryKey = claimAt(payload, opts.linkClaim ?? 'sub');
     const principal: User = {
       kind: 'user',
       subject: payload.sub!,
@@ -158,6 +161,8 @@ export function createTokenVerifier(opts: {
       ...(email ? { email } : {}),
       ...(clientId ? { clientId } : {}),
       expiresAt: payload.exp! * 1000,
+      ...(typeof payload.iat === 'number' ? { issuedAt: payload.iat * 1000 } : {}),
+      ...(typeof directoryKey === 'string' && directoryKey ? { directoryKey } : {}),
     };
     const jkt = boundThumbprint(payload);
     return {

@@ -22,6 +22,8 @@ export interface BrowserLoginOptions {
   /** The API's own access-token verifier: a session gets the scopes and roles a Bearer caller would. */
   readonly verifier: TokenVerifier;
   readonly rolesClaim: string;
+  /** SCIM_LINK_CLAIM: the session keeps its value, so a deactivation at the directory can find it. */
+  readonly linkClaim?: string;
 }
 
 /** The issuer (or its answer) says no, or the answer fails a check: never a session. */
@@ -109,6 +111,8 @@ export function createBrowserLogin(opts: BrowserLoginOptions) {
     const user = fromAccessToken?.subject === claims.sub ? fromAccessToken : null;
     const name = typeof claims.name === 'string' ? claims.name : user?.name;
     const email = typeof claims.email === 'string' ? claims.email : user?.email;
+    const linked = user?.directoryKey ?? claimAt(claims, opts.linkClaim ?? 'sub');
+    const directoryKey = typeof linked === 'string' && linked ? linked : undefined;
     const session: NewSession = {
       subject: claims.sub,
       roles: user ? [...user.roles] : stringList(claimAt(claims, opts.rolesClaim)),
@@ -116,6 +120,7 @@ export function createBrowserLogin(opts: BrowserLoginOptions) {
       ...(name ? { name } : {}),
       ...(email ? { email } : {}),
       ...(tokens.id_token ? { idToken: tokens.id_token } : {}),
+      ...(directoryKey ? { directoryKey } : {}),
     };
     return session;
   }
@@ -214,5 +219,6 @@ export function browserLoginFor(config: Config, issuer: string, verifier: TokenV
     allowInsecureRequests: new URL(issuer).protocol === 'http:' && (!config.isProduction || config.oidc.allowHttp),
     verifier,
     rolesClaim: config.oidc.rolesClaim,
+    linkClaim: config.scim.linkClaim,
   });
 }

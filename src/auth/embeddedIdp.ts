@@ -8,7 +8,13 @@ import Provider, { errors } from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { Database } from '../store/db.js';
 import { PostgresAdapter, sweepExpiredModels } from '../store/idp.js';
-import { FIRST_PARTY_CLIENTS, allowLoopbackReplicas, clientMetadata } from './idp/clients.js';
+import {
+  DIRECTORY_CLIENT_ID,
+  DIRECTORY_SCOPE,
+  FIRST_PARTY_CLIENTS,
+  allowLoopbackReplicas,
+  clientMetadata,
+} from './idp/clients.js';
 import { interactionRoutes } from './idp/interactions.js';
 import { loadOrCreateSecrets, toPublicJwks } from './idp/keys.js';
 import { AUTO_SIGN_OUT_SCRIPT, errorPage, loggedOutPage, logoutPage, signingOutPage } from './idp/pages.js';
@@ -128,7 +134,7 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
       names: { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume' },
     },
     // The API's scopes are listed too, so discovery's scopes_supported names every scope a client may ask for.
-    scopes: ['openid', 'offline_access', 'profile', 'email', ...API_SCOPES.split(' ')],
+    scopes: ['openid', 'offline_access', 'profile', 'email', ...API_SCOPES.split(' '), DIRECTORY_SCOPE],
     claims: {
       openid: ['sub'],
       profile: ['name', 'preferred_username'],
@@ -143,6 +149,7 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
     ttl: {
       AccessToken: HOUR,
       AuthorizationCode: 60,
+      ClientCredentials: HOUR,
       IdToken: HOUR,
       RefreshToken: 14 * DAY,
       Interaction: HOUR,
@@ -189,6 +196,8 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
     },
     features: {
       devInteractions: { enabled: false },
+      // The development directory's tokens (SCIM provisioning) come from the client-credentials grant.
+      clientCredentials: { enabled: true },
       introspection: { enabled: false },
       revocation: {
         enabled: true,
@@ -214,17 +223,20 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
         enabled: true,
         // Clients (and `npm run token`) may send no resource parameter: every request is for the orders API. Without
         // one, both of its names are granted, so a token request may then name either.
-        async defaultResource(_ctx, _client, oneOf) {
+        async defaultResource(_ctx, client, oneOf) {
           if (oneOf) return oneOf.find(isApiResource) ?? oneOf;
+          // The client-credentials grant takes a single resource.
+          if (client?.clientId === DIRECTORY_CLIENT_ID) return resourceIndicator;
           return apiResources.length === 1 ? resourceIndicator : apiResources;
         },
         useGrantedResource: async () => true,
-        async getResourceServerInfo(_ctx, indicator) {
+        async getResourceServerInfo(_ctx, indicator, client) {
           if (!isApiResource(indicator)) {
             throw new errors.InvalidTarget(`the only resource here is the orders API: ${apiResources.join(' or ')}`);
           }
           return {
-            scope: API_SCOPES,
+            // Provisioning is the directory's alone; orders are everyone else's.
+            scope: client.clientId === DIRECTORY_CLIENT_ID ? DIRECTORY_SCOPE : API_SCOPES,
             audience,
             accessTokenTTL: HOUR,
             accessTokenFormat: 'jwt',

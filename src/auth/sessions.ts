@@ -56,6 +56,8 @@ export interface NewSession {
   readonly scopes: readonly string[];
   /** Kept only to send as `id_token_hint` when signing out at the identity provider. */
   readonly idToken?: string;
+  /** The value of SCIM_LINK_CLAIM: what the directory knows the person by. */
+  readonly directoryKey?: string;
 }
 
 export interface Session {
@@ -72,6 +74,7 @@ function toSession(record: SessionRecord): Session {
       roles: new Set(record.roles),
       ...(record.name ? { name: record.name } : {}),
       ...(record.email ? { email: record.email } : {}),
+      ...(record.directoryKey ? { directoryKey: record.directoryKey } : {}),
     },
     expiresAt: record.expiresAt,
   };
@@ -112,6 +115,7 @@ export function createSessionStore(db: Queryable, opts: { loginAttemptsPerIp?: n
           roles: [...session.roles],
           scopes: [...session.scopes],
           idToken: session.idToken ?? null,
+          directoryKey: session.directoryKey ?? null,
         },
         ABSOLUTE_TIMEOUT_SECONDS,
       );

@@ -1,8 +1,13 @@
 import type { Order } from './model.js';
 
+/** A strong validator that changes with every write of a versioned resource (an order, a directory user or group). */
+export function entityTag(resource: { readonly id: string; readonly version: number }): string {
+  return `"${resource.id}.v${resource.version}"`;
+}
+
 /** A strong validator that changes with every write of the order. */
 export function orderEtag(order: Pick<Order, 'id' | 'version'>): string {
-  return `"${order.id}.v${order.version}"`;
+  return entityTag(order);
 }
 
 /**
@@ -18,7 +23,11 @@ export function preconditionHolds(
   precondition: Precondition | undefined,
   order: Pick<Order, 'id' | 'version'>,
 ): boolean {
+  return tagMatches(precondition, orderEtag(order));
+}
+
+/** If-Match against a current entity tag: `*` or a listed tag equal to it, compared strongly. */
+export function tagMatches(precondition: Precondition | undefined, current: string): boolean {
   if (!precondition || precondition.ifMatch === '*') return true;
-  const current = orderEtag(order);
   return precondition.ifMatch.some((tag) => !tag.startsWith('W/') && tag === current);
 }

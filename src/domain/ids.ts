@@ -6,7 +6,7 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
  * Opaque, prefixed, time-sortable ids (`ord_…`): 48 bits of milliseconds then 80 random bits,
  * Crockford base32, so ids created later sort after earlier ones.
  */
-export function newId(prefix: 'ord' | 'cus', time: number = Date.now()): string {
+export function newId(prefix: 'ord' | 'cus' | 'usr' | 'grp', time: number = Date.now()): string {
   let ts = '';
   let t = Math.max(0, Math.floor(time));
   for (let i = 0; i < 10; i++) {

@@ -14,6 +14,13 @@ export type Principal =
       readonly clientId?: string;
       /** When the credential stops being valid (ms since the epoch); long-lived streams end then. */
       readonly expiresAt?: number;
+      /** When the access token was issued (its `iat`, ms since the epoch), when it says. */
+      readonly issuedAt?: number;
+      /**
+       * What the directory (SCIM) knows this person by: the value of SCIM_LINK_CLAIM (`sub` by default), which a
+       * directory user's externalId names. Absent when the credential does not carry that claim.
+       */
+      readonly directoryKey?: string;
     };
 
 export type User = Extract<Principal, { kind: 'user' }>;

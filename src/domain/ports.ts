@@ -1,4 +1,14 @@
 import type {
+  DirectoryGroup,
+  DirectoryGroupInput,
+  DirectoryGroupWithMembers,
+  DirectoryQuery,
+  DirectoryUser,
+  DirectoryUserInput,
+  GroupField,
+  UserField,
+} from './directory.js';
+import type {
   Customer,
   EventKind,
   Order,
@@ -74,8 +84,67 @@ export interface IdempotencyRepository {
   save(scope: string, key: string, record: IdempotencyRecord): Promise<void>;
 }
 
+/** Which rows of a filtered list one page holds. */
+export interface PageWindow {
+  readonly offset: number;
+  readonly limit: number;
+}
+
+/** The directory's users and groups (SCIM provisioning). Deleted users stay as rows that refuse their tokens. */
+export interface DirectoryRepository {
+  /**
+   * Every directory write starts here, inside its transaction: it waits for any other directory write to commit,
+   * and returns the revision this one's changes are stamped with (a decimal string).
+   */
+  takeTurn(): Promise<string>;
+  /** A user that is not deleted. */
+  findUser(id: string): Promise<DirectoryUser | null>;
+  /** Users that are not deleted, oldest first. */
+  listUsers(
+    query: DirectoryQuery<UserField> | null,
+    window: PageWindow,
+  ): Promise<{ total: number; items: DirectoryUser[] }>;
+  /** Whether another user that is not deleted has this userName, compared without regard to case. */
+  userNameTaken(userName: string, exceptId: string | null): Promise<boolean>;
+  /** Whether another user that is not deleted has this externalId. */
+  externalIdTaken(externalId: string, exceptId: string | null): Promise<boolean>;
+  /** Inserts the user, replacing a deleted one with the same externalId; an inactive one is refused from now. */
+  insertUser(id: string, input: DirectoryUserInput, revision: string): Promise<DirectoryUser>;
+  /** Replaces the user's attributes; going inactive refuses tokens issued before now, even after reactivation. */
+  updateUser(id: string, input: DirectoryUserInput, revision: string): Promise<DirectoryUser | null>;
+  /** Marks the user deleted (and inactive) and takes it out of every group. */
+  deleteUser(id: string, revision: string): Promise<boolean>;
+  /** Revokes every browser session signed in with this directory key; returns how many. */
+  revokeSessionsOf(directoryKey: string): Promise<number>;
+  /** Of these ids, the users that exist and are not deleted. */
+  liveUserIds(ids: readonly string[]): Promise<Set<string>>;
+  findGroup(id: string): Promise<DirectoryGroup | null>;
+  /** Groups oldest first. */
+  listGroups(
+    query: DirectoryQuery<GroupField> | null,
+    window: PageWindow,
+  ): Promise<{ total: number; items: DirectoryGroup[] }>;
+  /** The members of these groups, each with the user's display name, by group id. */
+  membersOf(groupIds: readonly string[]): Promise<Map<string, DirectoryGroupWithMembers['members']>>;
+  /** Whether another group has this displayName, compared without regard to case. */
+  groupNameTaken(displayName: string, exceptId: string | null): Promise<boolean>;
+  insertGroup(id: string, input: DirectoryGroupInput, revision: string): Promise<DirectoryGroup>;
+  updateGroup(
+    id: string,
+    change: {
+      readonly displayName: string;
+      readonly externalId: string | null;
+      readonly added: readonly string[];
+      readonly removed: readonly string[];
+    },
+    revision: string,
+  ): Promise<DirectoryGroup | null>;
+  deleteGroup(id: string): Promise<boolean>;
+}
+
 /** The repositories over one connection or one open transaction. */
 export interface Repositories {
+  readonly directory: DirectoryRepository;
   readonly orders: OrderRepository;
   readonly customers: CustomerRepository;
   readonly products: ProductRepository;
@@ -106,4 +175,33 @@ export interface EventChannel {
 export interface ProofReplayStore {
   claim(key: string, expiresAt: Date): Promise<boolean>;
   close(): void;
+}
+
+/** A directory user as the access rules need it (domain/directoryAccess.ts). */
+export interface DirectoryUserState {
+  readonly id: string;
+  /** Its externalId: the directory key that links it to credentials; null when it has none. */
+  readonly key: string | null;
+  /** False when deactivated or deleted. */
+  readonly active: boolean;
+  /** The last deactivation (ms since the epoch): tokens issued before it stay refused; null if never. */
+  readonly tokensValidAfter: number | null;
+}
+
+/** What the directory feed hands the access rules: everything at first (`full`), then each change. */
+export interface DirectoryChanges {
+  readonly full: boolean;
+  /** With `full`, every user that refuses someone; otherwise every user written since the last delivery. */
+  readonly users: readonly DirectoryUserState[];
+  /** The directory keys of the staff group's members; null when the directory has no staff group. */
+  readonly staff: ReadonlySet<string> | null;
+}
+
+/** Carries directory changes to every replica; store/ implements it over Redis and the database. */
+export interface DirectoryFeed {
+  /**
+   * A directory write has committed on this replica: resolves once this replica's access rules have it; the other
+   * replicas are told at once.
+   */
+  announce(): Promise<void>;
 }

@@ -2,16 +2,18 @@ import { createCatalogue } from './catalogue.js';
 import { createCustomerService } from './customers.js';
 import { createLoaders } from './loaders.js';
 import { createOrderService } from './orderService.js';
-import type { EventChannel, Storage } from './ports.js';
+import type { DirectoryFeed, EventChannel, Storage } from './ports.js';
+import { createProvisioning } from './provisioning.js';
 import { createSubscriptionService } from './subscriptions.js';
 
 /** Every transport calls these; they hold the rules, including who may do what. */
-export function createServices(storage: Storage, events: EventChannel) {
+export function createServices(storage: Storage, events: EventChannel, directory: DirectoryFeed) {
   const catalogue = createCatalogue(storage.products);
   const customers = createCustomerService(storage.customers);
   const orders = createOrderService({ storage, catalogue, customers, onEvent: (event) => events.publish(event) });
   const subscriptions = createSubscriptionService({ outbox: storage.events, bus: events, customers, orders });
-  return { catalogue, customers, orders, subscriptions, loaders: () => createLoaders(storage) };
+  const provisioning = createProvisioning({ storage, feed: directory });
+  return { catalogue, customers, orders, subscriptions, provisioning, loaders: () => createLoaders(storage) };
 }
 
 export type Services = ReturnType<typeof createServices>;

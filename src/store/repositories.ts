@@ -1,6 +1,7 @@
-import type { Repositories, Storage } from '../domain/ports.js';
+import type { DirectoryRepository, Repositories, Storage } from '../domain/ports.js';
 import { customerBySubject, customersByIds, insertCustomerForSubject } from './customers.js';
 import type { Database, Queryable } from './db.js';
+import { directoryRows } from './directory.js';
 import { appendEvent, eventsAfter } from './events.js';
 import { claimKey, findKey, saveKey } from './idempotency.js';
 import {
@@ -17,7 +18,12 @@ import { allProducts } from './products.js';
 
 /** The domain's repositories over one connection or one open transaction. */
 export function repositoriesOver(db: Queryable): Repositories {
+  let directory: DirectoryRepository | undefined;
   return {
+    // Made on first use: most transactions are about orders.
+    get directory() {
+      return (directory ??= directoryRows(db));
+    },
     orders: {
       find: (id) => findOrder(db, id),
       list: (opts) => listOrders(db, opts),

@@ -16,6 +16,8 @@ export interface SessionRecord {
   readonly email: string | null;
   readonly roles: string[];
   readonly scopes: string[];
+  /** The value of SCIM_LINK_CLAIM at sign-in, by which a deactivation finds the session. */
+  readonly directoryKey: string | null;
   readonly expiresAt: Date;
 }
 
@@ -33,10 +35,11 @@ const SessionRow = z.object({
   email: z.string().nullable(),
   roles: z.array(z.string()),
   scopes: z.array(z.string()),
+  directory_key: z.string().nullable(),
   expires_at: z.coerce.date(),
 });
 
-const SESSION_COLUMNS = 'subject, name, email, roles, scopes, expires_at';
+const SESSION_COLUMNS = 'subject, name, email, roles, scopes, directory_key, expires_at';
 
 function toSession(row: unknown): SessionRecord {
   const r = SessionRow.parse(row);
@@ -46,6 +49,7 @@ function toSession(row: unknown): SessionRecord {
     email: r.email,
     roles: r.roles,
     scopes: r.scopes,
+    directoryKey: r.directory_key,
     expiresAt: r.expires_at,
   };
 }
@@ -108,8 +112,8 @@ export function sessionRows(db: Queryable) {
     ): Promise<SessionRecord> {
       // Expired sessions are the sweeper's to delete: a sign-in never waits on rows another caller holds.
       const [row] = await db.query(
-        `insert into auth_sessions (id_hash, subject, name, email, roles, scopes, id_token, expires_at)
-         values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, now() + make_interval(secs => $8))
+        `insert into auth_sessions (id_hash, subject, name, email, roles, scopes, id_token, expires_at, directory_key)
+         values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, now() + make_interval(secs => $8), $9)
          returning ${SESSION_COLUMNS}`,
         [
           idHash,
@@ -120,6 +124,7 @@ export function sessionRows(db: Queryable) {
           JSON.stringify(session.scopes),
           session.idToken,
           ttlSeconds,
+          session.directoryKey,
         ],
       );
       return toSession(row);

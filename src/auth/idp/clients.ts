@@ -4,6 +4,11 @@ export const WEB_CLIENT_ID = 'orders-web';
 /** The development web client's secret (SPEC: embedded IdP only); a real issuer's comes from OIDC_CLIENT_SECRET. */
 export const WEB_CLIENT_SECRET = 'orders-web-secret';
 export const MOBILE_CLIENT_ID = 'orders-mobile';
+/** The development directory: gets tokens with scope `scim` by the client-credentials grant (SCIM_SCOPE). */
+export const DIRECTORY_CLIENT_ID = 'directory';
+export const DIRECTORY_CLIENT_SECRET = 'directory-secret';
+/** The one scope the directory client is granted, and the only client it is granted to. */
+export const DIRECTORY_SCOPE = 'scim';
 
 /** Clients that belong to this product; their consent is implied, so users only see the sign-in form. */
 export const FIRST_PARTY_CLIENTS: ReadonlySet<string> = new Set([WEB_CLIENT_ID, MOBILE_CLIENT_ID]);
@@ -31,6 +36,16 @@ export function clientMetadata(publicUrl: string): ClientMetadata[] {
       response_types: ['code'],
       // oidc-provider matches http loopback redirect URIs of native clients on any port (RFC 8252 §7.3).
       redirect_uris: ['http://127.0.0.1/callback', 'com.example.orders:/oauth2redirect'],
+    },
+    {
+      client_id: DIRECTORY_CLIENT_ID,
+      client_name: 'Directory (SCIM provisioning, development)',
+      client_secret: DIRECTORY_CLIENT_SECRET,
+      token_endpoint_auth_method: 'client_secret_basic',
+      grant_types: ['client_credentials'],
+      response_types: [],
+      redirect_uris: [],
+      scope: DIRECTORY_SCOPE,
     },
   ];
 }

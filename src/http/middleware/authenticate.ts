@@ -39,6 +39,8 @@ export const problemAuthFailure: AuthFailure = (req, res, status, challenge, det
     headers: { 'WWW-Authenticate': challenge },
   });
 
+const DEACTIVATED_DETAIL = "The account has been deactivated at the organisation's directory.";
+
 const CREDENTIAL = /^(Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 /**
@@ -109,10 +111,12 @@ function refuse(
     // A DPoP presentation, and a bound token sent as Bearer, are answered in the DPoP scheme (RFC 9449 §7.1).
     case 'bound_token':
       return fail(req, res, 401, dpopChallenge('invalid_token', refusal.message), refusal.message);
-    case 'invalid_token': {
+    case 'invalid_token':
+    case 'deactivated': {
       const dpop = credential.kind === 'token' && credential.presentation.scheme === 'dpop';
       const challenge = dpop ? dpopChallenge : bearerChallenge;
-      return fail(req, res, 401, challenge('invalid_token', refusal.message), refusal.message);
+      const detail = refusal.reason === 'deactivated' ? DEACTIVATED_DETAIL : refusal.message;
+      return fail(req, res, 401, challenge('invalid_token', refusal.message), detail);
     }
     case 'unverifiable':
       if (credential.kind === 'session') {

@@ -1,9 +1,10 @@
 /**
  * What runs before a transport's own work, on every request that reaches one: the caller (authentication), cookies
- * and cookie CSRF, JSON bodies, security headers, CORS, and the rate budget every transport spends from. Imports
+ * and cookie CSRF, conditional requests' entity tags, JSON bodies, security headers, CORS, and the rate budget every transport spends from. Imports
  * from http/ only problems/ and observability/.
  */
 export { authenticate, graphqlAuthFailure, problemAuthFailure, type AuthFailure } from './authenticate.js';
+export { ifMatchSatisfied, ifNoneMatchMatches, parseEtagList } from './conditional.js';
 export { refuseCookieCsrf, refuseForeignOrigins, refuseSimpleTextGets } from './cookieCsrf.js';
 export { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from './cookies.js';
 export { crossOrigin } from './crossOrigin.js';

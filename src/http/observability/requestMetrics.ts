@@ -3,7 +3,7 @@ import type { Metrics, Tally } from './metrics.js';
 
 /** Bounded label values: a route group, never the raw path with its ids. */
 function routeGroup(path: string): string {
-  const match = /^\/(graphql|v1\/orders|v1|idp|auth|healthz|readyz)(?=[/?]|$)/.exec(path);
+  const match = /^\/(graphql|v1\/orders|v1|idp|auth|scim|healthz|readyz)(?=[/?]|$)/.exec(path);
   return match ? `/${match[1]}` : 'other';
 }
 

@@ -20,3 +20,13 @@ export { restProblems, sendDomainProblem } from './translateDomainErrors.js';
 export { rawProblem, sendEarlyProblem } from './serverAnswers.js';
 export { isUnavailable, RETRY_LATER, UNAVAILABLE_STATUS } from './unavailable.js';
 export { refuseUnreadableGraphql, sendUnreadableProblem, unreadableRequest } from './unreadableRequests.js';
+export {
+  ScimError,
+  scimErrorBody,
+  scimErrors,
+  sendScimError,
+  SCIM_ERROR_SCHEMA,
+  SCIM_FAILURES,
+  SCIM_MEDIA_TYPE,
+  type ScimFailure,
+} from './scimErrors.js';

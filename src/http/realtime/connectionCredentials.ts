@@ -51,8 +51,10 @@ export function connectionCredential(
  * How a refused credential closes the connection: 4403 Forbidden, which graphql-ws's protocol reserves for a refused
  * `connection_init` and its client retries (calling a `connectionParams` function again, so a refreshed token is
  * sent). 4401 would be final: the client treats it as fatal whatever `shouldRetry` says.
+ * An account the directory has deactivated is said so.
  */
 export function closeReasonFor(refusal: Refusal): [code: number, reason: string] {
+  if (refusal.reason === 'deactivated') return [CloseCode.Forbidden, 'Forbidden: account deactivated'];
   if (refusal.reason === 'session_ended')
     return [CloseCode.Forbidden, 'Forbidden: the session has ended; sign in again'];
   return [

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { sessionKey } from '../../auth/sessions.js';
 import type { StreamLimits } from '../../config.js';
-import type { Principal } from '../../domain/policy.js';
+import type { Principal, User } from '../../domain/policy.js';
 import { readCookie } from '../middleware/index.js';
 
 /** Revocations reach other replicas over Redis at once; this poll is the truth, with or without Redis. */
@@ -89,6 +89,11 @@ export function createStreamRegistry(deps: {
   logger: Logger;
   /** Called whenever a bound turns a stream away (per IP, per user, anonymous SSE). */
   onRefused?: () => void;
+  /**
+   * Whether a stream's caller may go on (the directory's verdict: deactivated, or other roles now), or why not;
+   * asked when a stream opens and at every `recheckCallers`.
+   */
+  verdict?: (caller: User) => string | null;
 }) {
   const { limits, logger } = deps;
   const refused = <T>(slot: T | null): T | null => {
@@ -99,6 +104,8 @@ export function createStreamRegistry(deps: {
   const anonymousSse = counter();
   const users = counter();
   const bySession = new Map<string, Set<Ender>>();
+  /** The caller each open stream was admitted as, by the stream's ender. */
+  const callers = new Map<Ender, User>();
   const channel = `${deps.channelPrefix}:session-ended`;
 
   const endLocal = (key: string) => {
@@ -164,6 +171,34 @@ export function createStreamRegistry(deps: {
       });
     },
 
+    /**
+     * Ties a stream to the caller it was admitted as, so that it ends when the directory deactivates that person or
+     * changes their roles (`recheckCallers`); ends it at once if that has already happened.
+     */
+    bindCaller(principal: Principal, end: Ender): Release {
+      if (principal.kind !== 'user' || !deps.verdict) return () => undefined;
+      const why = deps.verdict(principal);
+      // Not from inside the caller's own setup: the stream ends on the next tick.
+      if (why) queueMicrotask(() => end(why));
+      else callers.set(end, principal);
+      return once(() => callers.delete(end));
+    },
+
+    /** The directory changed: every open stream whose caller may no longer go on ends, saying why. */
+    recheckCallers() {
+      if (!deps.verdict) return;
+      for (const [end, caller] of callers) {
+        const why = deps.verdict(caller);
+        if (!why) continue;
+        callers.delete(end);
+        try {
+          end(why);
+        } catch (err) {
+          logger.warn({ err }, 'ending a stream failed');
+        }
+      }
+    },
+
     /** This replica revoked the session: its streams here end now, the other replicas' on the message or poll. */
     sessionRevoked(sessionId: string) {
       const key = sessionKey(sessionId);
@@ -205,9 +240,11 @@ export function holdSseStream(
       ? readCookie(req.headers.cookie, cookieName)
       : undefined;
   const unbind = sessionId ? streams.bindSession(sessionId, end) : () => undefined;
+  const unbindCaller = streams.bindCaller(principal, end);
   return once(() => {
     slot();
     unbind();
+    unbindCaller();
   });
 }
 

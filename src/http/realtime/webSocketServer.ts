@@ -70,6 +70,7 @@ interface ConnectionState {
   unbindSession?: Release;
   /** The trace its operations continue: `connection_init`'s traceparent, else the upgrade request's span. */
   parent?: Parent;
+  unbindCaller?: Release;
 }
 
 /**
@@ -172,15 +173,17 @@ export function createWebSocketServer(deps: {
         socket.close(...closeReasonFor(refusal));
         return false;
       }
+      if (socket.readyState !== socket.OPEN) return false;
+      state.principal = caller;
+      // A deactivation or a change of roles at the directory ends the connection: its subscriptions were
+      // authorised for the caller as they were.
+      state.unbindCaller = streams.bindCaller(caller, (reason) => socket.close(CLOSE.forbidden, reason.slice(0, 120)));
       if (credential.kind === 'session') {
-        if (socket.readyState !== socket.OPEN) return false;
-        state.principal = caller;
         state.unbindSession = streams.bindSession(credential.id, (reason) =>
           socket.close(CLOSE.forbidden, reason.slice(0, 120)),
         );
         return true;
       }
-      state.principal = caller;
       // graphql-ws keeps the connection parameters for the socket's lifetime; the credential is not needed again.
       const params = ctx.connectionParams as Record<string, unknown>;
       delete params.authorization;
@@ -222,6 +225,7 @@ export function createWebSocketServer(deps: {
       const state = states.get(ctx.extra);
       if (!state) return;
       state.unbindSession?.();
+      state.unbindCaller?.();
       for (const slot of state.slots.values()) slot();
       state.slots.clear();
       state.idle.busy();

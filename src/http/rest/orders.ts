@@ -7,7 +7,7 @@ import { IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey } from '../../domain/idempo
 import { jsonBodyParser } from '../middleware/index.js';
 import { sendProblem } from '../problems/index.js';
 import { parseCreateBody, parseOrderPatch, parseReplaceBody } from './bodies.js';
-import { ifNoneMatchMatches, parseEtagList } from './conditional.js';
+import { ifNoneMatchMatches, parseEtagList } from '../middleware/index.js';
 import { decodeCursor, encodeCursor, orderJson } from './representation.js';
 
 const JSON_TYPE = 'application/json';
