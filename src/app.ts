@@ -69,7 +69,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     },
     listen: (listener) => bus.listen(listener),
   };
-  const services = createServices(createStorage(db), events);
+  const services = createServices(createStorage(db), events, { stepUp: config.stepUp });
   const schema = buildSchema();
   const budget = countingRefusals(
     createRateBudget({ ...config.rateLimit, redis, namespace: db.identity, logger }),
@@ -178,7 +178,10 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   if (config.corsOrigins.length) app.use(crossOrigin(config.corsOrigins));
 
   // Where a browser lands after signing in or out, and where a new user looks first.
-  app.get('/', homeRoute({ sessionCookie, touch: sessions.touch, developmentTools: !config.isProduction }));
+  app.get(
+    '/',
+    homeRoute({ sessionCookie, touch: sessions.touch, developmentTools: !config.isProduction, stepUp: config.stepUp }),
+  );
   app.get('/favicon.ico', favicon);
   app.get('/healthz', probe.healthz);
   app.get('/readyz', probe.readyz);

@@ -56,6 +56,10 @@ export interface NewSession {
   readonly scopes: readonly string[];
   /** Kept only to send as `id_token_hint` when signing out at the identity provider. */
   readonly idToken?: string;
+  /** From the ID token: how the person signed in (`acr`, `amr`) and when (`auth_time`, ms since the epoch). */
+  readonly acr?: string;
+  readonly amr?: readonly string[];
+  readonly authTime?: number;
 }
 
 export interface Session {
@@ -72,6 +76,9 @@ function toSession(record: SessionRecord): Session {
       roles: new Set(record.roles),
       ...(record.name ? { name: record.name } : {}),
       ...(record.email ? { email: record.email } : {}),
+      ...(record.acr ? { acr: record.acr } : {}),
+      ...(record.amr ? { amr: record.amr } : {}),
+      ...(record.authTime ? { authTime: record.authTime.getTime() } : {}),
     },
     expiresAt: record.expiresAt,
   };
@@ -112,6 +119,9 @@ export function createSessionStore(db: Queryable, opts: { loginAttemptsPerIp?: n
           roles: [...session.roles],
           scopes: [...session.scopes],
           idToken: session.idToken ?? null,
+          acr: session.acr ?? null,
+          amr: session.amr ? [...session.amr] : null,
+          authTime: session.authTime === undefined ? null : new Date(session.authTime),
         },
         ABSOLUTE_TIMEOUT_SECONDS,
       );

@@ -16,6 +16,10 @@ export interface SessionRecord {
   readonly email: string | null;
   readonly roles: string[];
   readonly scopes: string[];
+  /** How the person signed in, from the session's ID token; null where the issuer did not say. */
+  readonly acr: string | null;
+  readonly amr: string[] | null;
+  readonly authTime: Date | null;
   readonly expiresAt: Date;
 }
 
@@ -33,10 +37,13 @@ const SessionRow = z.object({
   email: z.string().nullable(),
   roles: z.array(z.string()),
   scopes: z.array(z.string()),
+  acr: z.string().nullable(),
+  amr: z.array(z.string()).nullable(),
+  auth_time: z.coerce.date().nullable(),
   expires_at: z.coerce.date(),
 });
 
-const SESSION_COLUMNS = 'subject, name, email, roles, scopes, expires_at';
+const SESSION_COLUMNS = 'subject, name, email, roles, scopes, acr, amr, auth_time, expires_at';
 
 function toSession(row: unknown): SessionRecord {
   const r = SessionRow.parse(row);
@@ -46,6 +53,9 @@ function toSession(row: unknown): SessionRecord {
     email: r.email,
     roles: r.roles,
     scopes: r.scopes,
+    acr: r.acr,
+    amr: r.amr,
+    authTime: r.auth_time,
     expiresAt: r.expires_at,
   };
 }
@@ -97,8 +107,10 @@ export function sessionRows(db: Queryable) {
     ): Promise<SessionRecord> {
       await db.query(`delete from auth_sessions where expires_at <= now()`);
       const [row] = await db.query(
-        `insert into auth_sessions (id_hash, subject, name, email, roles, scopes, id_token, expires_at)
-         values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, now() + make_interval(secs => $8))
+        `insert into auth_sessions
+           (id_hash, subject, name, email, roles, scopes, id_token, acr, amr, auth_time, expires_at)
+         values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10::timestamptz,
+                 now() + make_interval(secs => $11))
          returning ${SESSION_COLUMNS}`,
         [
           idHash,
@@ -108,6 +120,9 @@ export function sessionRows(db: Queryable) {
           JSON.stringify(session.roles),
           JSON.stringify(session.scopes),
           session.idToken,
+          session.acr,
+          session.amr === null ? null : JSON.stringify(session.amr),
+          session.authTime?.toISOString() ?? null,
           ttlSeconds,
         ],
       );

@@ -29,6 +29,13 @@ export const PROBLEM_TYPES = {
     description:
       'The access token is valid but was not granted the scope this needs: orders:read for reads, orders:write for writes.',
   },
+  INSUFFICIENT_USER_AUTHENTICATION: {
+    status: 401,
+    title: 'Stronger sign-in required',
+    slug: 'insufficient-user-authentication',
+    description:
+      'The token is valid, but this change (a staff write) needs a recent sign-in with a second factor (RFC 9470). The WWW-Authenticate header and the acrValues and maxAge members say what to ask the identity provider for: sign in again with those acr_values and max_age, then retry with the new token.',
+  },
   FORBIDDEN: {
     status: 403,
     title: 'Forbidden',
@@ -243,8 +250,14 @@ export function problemTypeUri(code: ApiErrorCode): string {
   return `/problems/${PROBLEM_TYPES[code].slug}`;
 }
 
-/** An RFC 9457 problem details body for a code of the catalogue. */
-export function problemBody(code: ApiErrorCode, detail: string, instance: string, invalid?: readonly InvalidField[]) {
+/** An RFC 9457 problem details body for a code of the catalogue; `members` are its type's extension members. */
+export function problemBody(
+  code: ApiErrorCode,
+  detail: string,
+  instance: string,
+  invalid?: readonly InvalidField[],
+  members?: Readonly<Record<string, unknown>>,
+) {
   const type = PROBLEM_TYPES[code];
   return {
     type: problemTypeUri(code),
@@ -254,5 +267,6 @@ export function problemBody(code: ApiErrorCode, detail: string, instance: string
     instance,
     code,
     ...(invalid ? { errors: invalid } : {}),
+    ...members,
   };
 }
