@@ -2,6 +2,7 @@ import express from 'express';
 import { createLocalJWKSet } from 'jose';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { reportAcrSupport } from './auth/acrSupport.js';
 import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
 import { browserLoginFor } from './auth/browserLogin.js';
 import { createAuthentication } from './auth/credentials.js';
@@ -102,6 +103,11 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
         nodeEnv: config.nodeEnv,
       });
   const issuer = config.oidc.issuer ?? idp!.issuer;
+  // The embedded IdP issues the step-up levels itself; an external one is asked (its metadata) once, at start.
+  const acrSupportChecked =
+    config.oidc.issuer && config.stepUp
+      ? reportAcrSupport(config.oidc.issuer, config.stepUp.acrValues, logger)
+      : Promise.resolve();
   // Used DPoP proof ids must be seen by every replica: Redis when there is one, else the shared database.
   const proofReplay = redis ? redisReplayStore(redis) : databaseReplayStore(db);
   const verifier = createTokenVerifier({
@@ -206,6 +212,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     sweeper,
     /** WebSocket subscriptions share the /graphql path with HTTP. */
     websockets,
+    /** Settles once an external issuer's support for the step-up acr values has been checked (and logged). */
+    acrSupportChecked,
     /** Readiness turns false first, so the load balancer stops sending before sockets close. */
     startDraining() {
       draining = true;

@@ -7,7 +7,9 @@ import { STEP_UP_MIGRATIONS } from './migrations/stepUp.js';
  * Append-only: a released migration is never edited, only followed by a new one. Each feature's migrations live in a
  * file of migrations/; versions are unique across all of them and run in version order.
  */
-export const MIGRATIONS: readonly Migration[] = [...CORE_MIGRATIONS, ...STEP_UP_MIGRATIONS].sort((a, b) => a.version - b.version);
+export const MIGRATIONS: readonly Migration[] = [...CORE_MIGRATIONS, ...STEP_UP_MIGRATIONS].sort(
+  (a, b) => a.version - b.version,
+);
 
 for (const [i, m] of MIGRATIONS.entries()) {
   if (i > 0 && MIGRATIONS[i - 1]!.version === m.version) throw new Error(`two migrations have version ${m.version}`);

@@ -52,7 +52,14 @@ ${body}
 </html>`;
 }
 
-export function loginPage(opts: { action: string; clientName: string; username?: string; error?: string }): string {
+/** `passkey` is the passkey form's HTML (factorPages.ts), already escaped. */
+export function loginPage(opts: {
+  action: string;
+  clientName: string;
+  username?: string;
+  error?: string;
+  passkey?: string;
+}): string {
   const invalid = opts.error ? ' aria-invalid="true" aria-describedby="login-error"' : '';
   return layout(
     'Sign in',
@@ -66,6 +73,7 @@ ${opts.error ? `<p id="login-error" class="error" role="alert">${escapeHtml(opts
   <input id="password" name="password" type="password" autocomplete="current-password" required${invalid}${opts.username ? ' autofocus' : ''}>
   <button type="submit">Sign in</button>
 </form>
+${opts.passkey ? `<p>Or, with a passkey you added on your account page:</p>\n${opts.passkey}` : ''}
 <p class="hint">Development accounts: alice, bob and carol; the password is the username.</p>`,
   );
 }

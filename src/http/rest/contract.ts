@@ -113,6 +113,14 @@ export const Problem = documented(
     errors: documented(z.array(z.object({ pointer: z.string(), reason: z.string() })), {
       description: `Each invalid field (at most ${MAX_LISTED_INVALID}), with a JSON pointer into the request.`,
     }).optional(),
+    acrValues: documented(z.string(), {
+      description:
+        'INSUFFICIENT_USER_AUTHENTICATION: the acr_values to sign in again with (space-separated), as in WWW-Authenticate.',
+    }).optional(),
+    maxAge: documented(z.number().int(), {
+      description: 'INSUFFICIENT_USER_AUTHENTICATION: the max_age (seconds) to sign in again with.',
+      minimum: 1,
+    }).optional(),
   }),
   { id: 'Problem' },
 );

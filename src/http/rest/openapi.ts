@@ -36,6 +36,7 @@ function componentSchemas(): Record<string, Json> {
 /** Headers that come with an error code wherever it is answered. */
 const HEADERS_OF: Partial<Record<ApiErrorCode, Json>> = {
   UNAUTHENTICATED: { 'WWW-Authenticate': ref('headers/WWWAuthenticate') },
+  INSUFFICIENT_USER_AUTHENTICATION: { 'WWW-Authenticate': ref('headers/WWWAuthenticate') },
   RATE_LIMITED: {
     'Retry-After': ref('headers/RetryAfter'),
     RateLimit: ref('headers/RateLimit'),
@@ -115,6 +116,8 @@ const CONDITIONAL_WRITE_ERRORS: readonly ApiErrorCode[] = [
   'NOT_FOUND',
   'PRECONDITION_FAILED',
   'PRECONDITION_REQUIRED',
+  // Staff changing someone else's order without a recent second factor (step-up, RFC 9470).
+  'INSUFFICIENT_USER_AUTHENTICATION',
 ];
 
 const paths = {
@@ -167,6 +170,7 @@ const paths = {
           'IDEMPOTENCY_KEY_IN_USE',
           'BAD_USER_INPUT',
           'IDEMPOTENCY_KEY_REUSED',
+          'INSUFFICIENT_USER_AUTHENTICATION',
         ]),
       },
     },
@@ -224,7 +228,12 @@ const paths = {
       parameters: [ref('parameters/IfMatchOptional')],
       responses: {
         '204': { description: 'Deleted.' },
-        ...errorResponses(['MALFORMED_REQUEST', 'NOT_FOUND', 'PRECONDITION_FAILED']),
+        ...errorResponses([
+          'MALFORMED_REQUEST',
+          'NOT_FOUND',
+          'PRECONDITION_FAILED',
+          'INSUFFICIENT_USER_AUTHENTICATION',
+        ]),
       },
     },
   },
