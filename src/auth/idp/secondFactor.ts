@@ -52,6 +52,11 @@ const TOO_MANY = (seconds: number) =>
 /** Failures of a second factor are counted under a name of their own, apart from the account's passwords. */
 const throttleName = (subject: string) => `second-factor:${subject}`;
 const MAX_CODE_LENGTH = 16;
+/** OpenID Connect's answer to a client that insists on an acr the account cannot reach. */
+const NO_SECOND_FACTOR = {
+  error: 'unmet_authentication_requirements',
+  error_description: 'this account has no second factor; add one on the account page',
+};
 
 /**
  * The second factor (RFC 8176 `otp`, `hwk`/`swk`) of a sign-in that asks for `urn:orders:acr:mfa`: after the password
@@ -91,12 +96,7 @@ export function secondFactorRoutes(router: Router, kit: SecondFactorKit) {
     if (!factors.totp && !factors.passkeys && !refusal) {
       // Asked for by a signed-in session that has nothing more to give: an insisting client gets the OpenID error,
       // any other goes on at the level the session has (`stepUp` tells the acr_values check not to ask again).
-      const result = mfaRequested(details).essential
-        ? {
-            error: 'unmet_authentication_requirements',
-            error_description: 'this account has no second factor; add one on the account page',
-          }
-        : { stepUp: 'unavailable' };
+      const result = mfaRequested(details).essential ? NO_SECOND_FACTOR : { stepUp: 'unavailable' };
       await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: false });
       return;
     }
@@ -132,7 +132,11 @@ export function secondFactorRoutes(router: Router, kit: SecondFactorKit) {
     const requested = mfaRequested(details);
     if (!requested.wanted) return false;
     const factors = await factorsOf(subject);
-    if (!factors.totp && !factors.passkeys) return false;
+    if (!factors.totp && !factors.passkeys) {
+      if (!requested.essential) return false;
+      await provider.interactionFinished(req, res, NO_SECOND_FACTOR, { mergeWithLastSubmission: false });
+      return true;
+    }
     const remembered: PasswordPassed = { passwordPassed: { subject, methods: ['pwd'] } };
     await provider.interactionResult(req, res, remembered, { mergeWithLastSubmission: false });
     res.redirect(303, kit.pageOf(details.uid));
