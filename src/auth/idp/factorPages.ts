@@ -121,6 +121,8 @@ export function accountPage(view: AccountView): string {
   const verifyFirst = view.verifyFirstUrl
     ? `<p>To add or replace a factor, first <a href="${escapeHtml(view.verifyFirstUrl)}">verify with a second factor</a>.</p>`
     : '';
+  // Its URL holds no secret, and its forms are checked by their Origin: the page keeps the site's referrer policy,
+  // under which a browser sends its real origin (with no-referrer it would send `null`).
   return layout(
     'Your account',
     `<h1>Your account</h1>
@@ -134,6 +136,7 @@ ${enrol}
 <h2>Passkeys</h2>
 <p data-testid="passkey-count">${view.passkeyCount === 0 ? 'None yet.' : `${view.passkeyCount} registered.`} A passkey signs you in by itself, or as the second factor after your password.</p>
 ${register}`,
+    'Orders sign-in',
   );
 }
 

@@ -58,7 +58,7 @@ export function interactionRoutes(opts: {
       action: actionFor(details.uid, 'passkey'),
       ceremony: 'authenticate',
       options: await passkeys.authenticationOptions(details.uid),
-      label: 'Sign in with a passkey',
+      label: 'Use a passkey',
       assets,
     });
     res

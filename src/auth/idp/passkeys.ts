@@ -61,7 +61,8 @@ const AttestationShape = z.object({
 const AssertionShape = z.object({
   authenticatorData: b64url(2048),
   clientDataJSON: b64url(4096),
-  signature: b64url(2048),
+  // ML-DSA-44 (post-quantum, offered first where Node supports it) signs with 2,420 bytes.
+  signature: b64url(6144),
   userHandle: b64url(256).optional(),
 });
 
@@ -91,7 +92,11 @@ async function parsedAnswer<T extends z.ZodType>(
   }
   const outer = ResponseShape.safeParse(json);
   const body = outer.success ? inner.safeParse(outer.data.response) : undefined;
-  if (!outer.success || !body?.success) throw new PasskeyRefused('The passkey answer is not a WebAuthn credential.');
+  if (!outer.success || !body?.success) {
+    const issue = outer.success ? body?.error.issues[0] : outer.error.issues[0];
+    const where = issue ? [...(outer.success ? ['response'] : []), ...issue.path].join('.') : '';
+    throw new PasskeyRefused(`The passkey answer is not a WebAuthn credential${where ? ` (${where})` : ''}.`);
+  }
   let clientChallenge: string;
   try {
     clientChallenge = decodeClientDataJSON(outer.data.response.clientDataJSON).challenge;
