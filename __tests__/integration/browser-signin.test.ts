@@ -248,7 +248,8 @@ describe('browser sign-in in headless Chromium', () => {
     await page.goto(`${base}/`);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('link', { name: 'Sign in' }).click();
-    await assert.doesNotReject(page.getByRole('button', { name: 'Use a passkey' }).waitFor());
+    await page.getByRole('button', { name: 'Use a passkey' }).click();
+    await assert.doesNotReject(page.getByRole('heading', { name: 'Sign in with a passkey' }).waitFor());
     await page.screenshot({ path: path.join(screenshots, '9-signin-with-passkey.png'), fullPage: true });
     await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Use a passkey' }).click()]);
     assert.equal(await page.getByTestId('user').innerText(), 'Alice Adams (alice)');

@@ -158,6 +158,11 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
       const browser = new WebClient();
       let page = await startAt(browser, query);
       if (user) page = await password(browser, page, user);
+      else {
+        // The sign-in page's second button: a passkey instead of the password.
+        const login = formAction(await page.text(), page.url, 'login')!;
+        page = await settle(browser, await browser.post(login, { method: 'passkey' }));
+      }
       const html = await page.text();
       const action = formAction(html, page.url, 'passkey');
       assert.ok(action, 'a passkey form');
@@ -277,7 +282,8 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
       assert.equal(res.status, 401);
       const html = await res.text();
       assert.match(alertOf(html)!, reason);
-      assert.ok(formAction(html, res.url, 'login'), 'the sign-in page again');
+      assert.ok(formAction(html, res.url, 'passkey'), 'the passkey page again');
+      assert.match(html, /<h1>Sign in with a passkey<\/h1>/);
       assert.equal(await sessionOf(browser), null);
     });
 
@@ -306,7 +312,7 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
       const stranger = new SoftAuthenticator(rp);
       for (const [response, status, reason] of [
         ['{', 401, 'The passkey answer is not JSON.'],
-        ['{"id":"x"}', 401, 'The passkey answer is not a WebAuthn credential.'],
+        ['{"id":"x"}', 401, 'The passkey answer is not a WebAuthn credential (rawId).'],
         ['', 400, 'The passkey sent no answer (passkeys need JavaScript in the browser).'],
       ] as const) {
         const { browser, action } = await passkeyStep();

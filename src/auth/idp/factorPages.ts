@@ -41,6 +41,23 @@ ${jsonData('webauthn-options', opts.options)}
 ${scripts(opts.assets)}`;
 }
 
+/** Signing in with a passkey alone, and the way back to the password. */
+export function passkeyPage(opts: {
+  clientName: string;
+  passkey: { action: string; options: unknown; assets: string };
+  passwordUrl: string;
+  error?: string;
+}): string {
+  return layout(
+    'Sign in with a passkey',
+    `<h1>Sign in with a passkey</h1>
+<p>to continue to <strong>${escapeHtml(opts.clientName)}</strong>, with a passkey you added on your account page. Your device asks you to unlock it.</p>
+${opts.error ? `<p id="passkey-error" class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
+${passkeyForm({ ...opts.passkey, ceremony: 'authenticate', label: 'Use a passkey' })}
+<p><a href="${escapeHtml(opts.passwordUrl)}">Sign in with your password instead</a></p>`,
+  );
+}
+
 export function secondFactorPage(opts: {
   name: string;
   clientName: string;

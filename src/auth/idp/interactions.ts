@@ -6,7 +6,7 @@ import { errors } from 'oidc-provider';
 import type { InteractionDetails } from 'oidc-provider';
 import type { Queryable } from '../../store/db.js';
 import { FIRST_PARTY_CLIENTS } from './clients.js';
-import { passkeyForm, SCRIPT_PAGE_POLICY } from './factorPages.js';
+import { passkeyPage, SCRIPT_PAGE_POLICY } from './factorPages.js';
 import { consentPage, errorPage, loginPage, PAGE_POLICY } from './pages.js';
 import type { PasskeyService } from './passkeys.js';
 import { secondFactorRoutes, type SecondFactorKit } from './secondFactor.js';
@@ -47,30 +47,46 @@ export function interactionRoutes(opts: {
     `${basePath}/interaction/${encodeURIComponent(uid)}/${step}`;
   const assets = `${basePath}/assets`;
 
-  /** The sign-in page: the password form, and a passkey that signs in alone (its user verified). */
+  /**
+   * The sign-in page: the password form, whose second button leads to signing in with a passkey alone (its own page:
+   * this one stays free of scripts, and the same for every visitor).
+   */
   async function renderLogin(
     res: Response,
     details: InteractionDetails,
     status: number,
     fields: { username?: string; error?: string } = {},
   ): Promise<void> {
-    const passkey = passkeyForm({
-      action: actionFor(details.uid, 'passkey'),
-      ceremony: 'authenticate',
-      options: await passkeys.authenticationOptions(details.uid),
-      label: 'Use a passkey',
-      assets,
-    });
     res
       .status(status)
-      .set('Content-Security-Policy', SCRIPT_PAGE_POLICY)
+      .set('Content-Security-Policy', PAGE_POLICY)
       .type('html')
       .send(
         loginPage({
           action: actionFor(details.uid, 'login'),
           clientName: await clientName(details.params.client_id ?? ''),
-          passkey,
+          passkeyChoice: true,
           ...fields,
+        }),
+      );
+  }
+
+  /** Signing in with a passkey alone: a discoverable credential whose authenticator verifies its user. */
+  async function renderPasskey(res: Response, details: InteractionDetails, status: number, error?: string) {
+    res
+      .status(status)
+      .set('Content-Security-Policy', SCRIPT_PAGE_POLICY)
+      .type('html')
+      .send(
+        passkeyPage({
+          clientName: await clientName(details.params.client_id ?? ''),
+          passkey: {
+            action: actionFor(details.uid, 'passkey'),
+            options: await passkeys.authenticationOptions(details.uid),
+            assets,
+          },
+          passwordUrl: `${basePath}/interaction/${encodeURIComponent(details.uid)}`,
+          ...(error ? { error } : {}),
         }),
       );
   }
@@ -128,6 +144,10 @@ export function interactionRoutes(opts: {
     const body = (req.body ?? {}) as LoginForm;
     const username = typeof body.username === 'string' ? body.username.slice(0, MAX_FIELD_LENGTH) : '';
     const password = typeof body.password === 'string' ? body.password : '';
+    if ((req.body as { method?: unknown } | undefined)?.method === 'passkey') {
+      res.redirect(303, actionFor(details.uid, 'passkey'));
+      return;
+    }
     const retryLogin = (status: number, error: string) => renderLogin(res, details, status, { username, error });
     // The verdict depends only on earlier failures for this name and address, never on whether the user exists.
     const verdict = await throttle.begin(username, req.ip);
@@ -181,6 +201,7 @@ export function interactionRoutes(opts: {
     clientName,
     finishLogin,
     renderLogin,
+    renderPasskey,
   };
   const secondFactor = secondFactorRoutes(router, kit);
 

@@ -52,13 +52,13 @@ ${body}
 </html>`;
 }
 
-/** `passkey` is the passkey form's HTML (factorPages.ts), already escaped. */
+/** `passkeyChoice`: a second button that leads to signing in with a passkey instead (its own page, which needs a script). */
 export function loginPage(opts: {
   action: string;
   clientName: string;
   username?: string;
   error?: string;
-  passkey?: string;
+  passkeyChoice?: boolean;
 }): string {
   const invalid = opts.error ? ' aria-invalid="true" aria-describedby="login-error"' : '';
   return layout(
@@ -72,8 +72,7 @@ ${opts.error ? `<p id="login-error" class="error" role="alert">${escapeHtml(opts
   <label for="password">Password</label>
   <input id="password" name="password" type="password" autocomplete="current-password" required${invalid}${opts.username ? ' autofocus' : ''}>
   <button type="submit">Sign in</button>
-</form>
-${opts.passkey ? `<p>Or, with a passkey you added on your account page:</p>\n${opts.passkey}` : ''}
+${opts.passkeyChoice ? '  <button type="submit" name="method" value="passkey" formnovalidate class="secondary">Use a passkey</button>\n' : ''}</form>
 <p class="hint">Development accounts: alice, bob and carol; the password is the username.</p>`,
   );
 }

@@ -93,7 +93,7 @@ async function parsedAnswer<T extends z.ZodType>(
   const outer = ResponseShape.safeParse(json);
   const body = outer.success ? inner.safeParse(outer.data.response) : undefined;
   if (!outer.success || !body?.success) {
-    const issue = outer.success ? body?.error.issues[0] : outer.error.issues[0];
+    const issue = outer.success ? body?.error?.issues[0] : outer.error.issues[0];
     const where = issue ? [...(outer.success ? ['response'] : []), ...issue.path].join('.') : '';
     throw new PasskeyRefused(`The passkey answer is not a WebAuthn credential${where ? ` (${where})` : ''}.`);
   }

@@ -32,6 +32,7 @@ export interface SecondFactorKit {
     status: number,
     fields?: { username?: string; error?: string },
   ): Promise<void>;
+  renderPasskey(res: Response, details: InteractionDetails, status: number, error?: string): Promise<void>;
 }
 
 /** Who is signing in and which methods they have already passed, when only a second factor is missing. */
@@ -171,6 +172,13 @@ export function secondFactorRoutes(router: Router, kit: SecondFactorKit) {
     await kit.finishLogin(req, res, stage.subject, [...stage.methods, 'otp']);
   });
 
+  router.get('/interaction/:uid/passkey', async (req, res) => {
+    const { details, stage } = await secondStep(req, res);
+    // At the second step, the passkey is offered on the step's own page.
+    if (stage) res.redirect(303, kit.pageOf(details.uid));
+    else await kit.renderPasskey(res, details, 200);
+  });
+
   router.post('/interaction/:uid/passkey', passkeyForm, async (req, res) => {
     const { details, stage } = await secondStep(req, res);
     const raw = (req.body as { response?: unknown } | undefined)?.response;
@@ -178,7 +186,7 @@ export function secondFactorRoutes(router: Router, kit: SecondFactorKit) {
       const error = 'The passkey sent no answer (passkeys need JavaScript in the browser).';
       return stage
         ? show(req, res, details, stage, { status: 400, error })
-        : kit.renderLogin(res, details, 400, { error });
+        : kit.renderPasskey(res, details, 400, error);
     }
     try {
       const signedIn = await passkeys.authenticate(details.uid, raw, stage?.subject);
@@ -189,7 +197,7 @@ export function secondFactorRoutes(router: Router, kit: SecondFactorKit) {
       logger.info({ event: 'idp.passkey_refused', reason: error.message }, 'embedded IdP passkey refused');
       const status = /larger than/.test(error.message) ? 413 : 401;
       if (stage) await show(req, res, details, stage, { status, error: error.message });
-      else await kit.renderLogin(res, details, status, { error: error.message });
+      else await kit.renderPasskey(res, details, status, error.message);
     }
   });
 
