@@ -1,6 +1,7 @@
 // Prints an access token for a development user, obtained like the mobile app does (authorization code + PKCE):
 //   TOKEN=$(npm run --silent token -- --user alice)
 import { parseArgs } from 'node:util';
+import { decodeJwt } from 'jose';
 import { DEMO_TOTP_SECRETS } from '../auth/idp/demoTotp.js';
 import { loginWithPkce } from '../auth/pkceLogin.js';
 import { ACR } from '../domain/policy.js';
@@ -71,6 +72,15 @@ async function main(argv: string[]): Promise<number> {
       ...(values.mfa ? { acrValues: ACR.mfa } : {}),
       ...(totpSecret ? { totpSecret } : {}),
     });
+    if (values.mfa) {
+      // A voluntary acr_values: an account without a second factor is signed in with its password alone.
+      const { acr } = decodeJwt(accessToken);
+      if (acr !== ACR.mfa) {
+        process.stderr.write(
+          `token: ${values.user} has no second factor, so this token is not ${ACR.mfa} (acr ${String(acr)}); add one at the IdP's /account page\n`,
+        );
+      }
+    }
     process.stdout.write(`${accessToken}\n`);
     return 0;
   } catch (err) {

@@ -34,7 +34,7 @@ export const PROBLEM_TYPES = {
     title: 'Stronger sign-in required',
     slug: 'insufficient-user-authentication',
     description:
-      'The token is valid, but this change (a staff write) needs a recent sign-in with a second factor (RFC 9470). The WWW-Authenticate header and the acrValues and maxAge members say what to ask the identity provider for: sign in again with those acr_values and max_age, then retry with the new token.',
+      'This staff change needs a recent sign-in with a second factor (RFC 9470 step-up). Sign in again with the acr_values and max_age that WWW-Authenticate (and acrValues, maxAge) name, then retry.',
   },
   FORBIDDEN: {
     status: 403,
