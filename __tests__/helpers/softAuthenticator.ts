@@ -78,6 +78,19 @@ export class SoftAuthenticator {
     return isoBase64URL.fromUTF8String(json);
   }
 
+  /** The PublicKeyCredential as the browser library serialises it. */
+  private credential(response: Record<string, unknown>): string {
+    const { id } = this;
+    return JSON.stringify({
+      id,
+      rawId: id,
+      type: 'public-key',
+      clientExtensionResults: {},
+      authenticatorAttachment: 'platform',
+      response,
+    });
+  }
+
   /** navigator.credentials.create(): the registration response, as JSON. `padding` bytes swell the attestation. */
   register(options: CreationOptions, bent: Bent & { padding?: number } = {}): string {
     this.userHandle = options.user.id;
@@ -100,17 +113,10 @@ export class SoftAuthenticator {
         ['authData', authData],
       ]) as Map<string, never>,
     );
-    return JSON.stringify({
-      id: this.id,
-      rawId: this.id,
-      type: 'public-key',
-      clientExtensionResults: {},
-      authenticatorAttachment: 'platform',
-      response: {
-        attestationObject: isoBase64URL.fromBuffer(attestationObject),
-        clientDataJSON: this.clientData('webauthn.create', options.challenge, bent),
-        transports: ['internal'],
-      },
+    return this.credential({
+      attestationObject: isoBase64URL.fromBuffer(attestationObject),
+      clientDataJSON: this.clientData('webauthn.create', options.challenge, bent),
+      transports: ['internal'],
     });
   }
 
@@ -128,18 +134,11 @@ export class SoftAuthenticator {
       Buffer.concat([authData, sha256(isoBase64URL.toBuffer(clientDataJSON))]),
       this.privateKey,
     );
-    return JSON.stringify({
-      id: this.id,
-      rawId: this.id,
-      type: 'public-key',
-      clientExtensionResults: {},
-      authenticatorAttachment: 'platform',
-      response: {
-        authenticatorData: isoBase64URL.fromBuffer(authData),
-        clientDataJSON,
-        signature: isoBase64URL.fromBuffer(signature),
-        ...(this.userHandle ? { userHandle: this.userHandle } : {}),
-      },
+    return this.credential({
+      authenticatorData: isoBase64URL.fromBuffer(authData),
+      clientDataJSON,
+      signature: isoBase64URL.fromBuffer(signature),
+      ...(this.userHandle ? { userHandle: this.userHandle } : {}),
     });
   }
 }

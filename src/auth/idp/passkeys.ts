@@ -110,10 +110,17 @@ async function parsedAnswer<T extends z.ZodType>(
   return { response: { ...outer.data, response: body.data as z.infer<T> }, challenge };
 }
 
-/** A verification failure from SimpleWebAuthn (wrong origin, RP ID, signature, counter…) as a refusal. */
-function refusal(error: unknown): PasskeyRefused {
-  const reason = error instanceof Error ? error.message : String(error);
-  return new PasskeyRefused(`The passkey answer could not be verified: ${reason.slice(0, 200)}`);
+/** SimpleWebAuthn's verification; what it throws (wrong origin, RP ID, signature, counter…) is a refusal. */
+async function verifiedBy<T extends { verified: boolean }>(verify: () => Promise<T>): Promise<T> {
+  let result: T;
+  try {
+    result = await verify();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new PasskeyRefused(`The passkey answer could not be verified: ${reason.slice(0, 200)}`);
+  }
+  if (!result.verified) throw new PasskeyRefused('The passkey answer could not be verified.');
+  return result;
 }
 
 export function passkeyService(db: Queryable, rp: RelyingParty) {
@@ -147,19 +154,16 @@ export function passkeyService(db: Queryable, rp: RelyingParty) {
     async register(subject: string, raw: string): Promise<void> {
       const { response, challenge } = await parsedAnswer(db, raw, AttestationShape, 'register');
       if (challenge.subject !== subject) throw new PasskeyRefused('This registration was started by another account.');
-      let verified;
-      try {
-        verified = await verifyRegistrationResponse({
+      const verified = await verifiedBy(() =>
+        verifyRegistrationResponse({
           response: response as RegistrationResponseJSON,
           expectedChallenge: challenge.challenge,
           expectedOrigin: rp.origin,
           expectedRPID: rp.id,
           requireUserVerification: true,
-        });
-      } catch (error) {
-        throw refusal(error);
-      }
-      if (!verified.verified) throw new PasskeyRefused('The passkey registration could not be verified.');
+        }),
+      );
+      if (!verified.registrationInfo) throw new PasskeyRefused('The passkey registration could not be verified.');
       const { credential, credentialDeviceType, credentialBackedUp } = verified.registrationInfo;
       const saved = await insertCredential(db, {
         id: credential.id,
@@ -211,9 +215,8 @@ export function passkeyService(db: Queryable, rp: RelyingParty) {
         throw new PasskeyRefused('This passkey is not registered for this account.');
       }
       const alone = subject === undefined;
-      let verified;
-      try {
-        verified = await verifyAuthenticationResponse({
+      const verified = await verifiedBy(() =>
+        verifyAuthenticationResponse({
           response: response as AuthenticationResponseJSON,
           expectedChallenge: challenge.challenge,
           expectedOrigin: rp.origin,
@@ -225,11 +228,8 @@ export function passkeyService(db: Queryable, rp: RelyingParty) {
             transports: credential.transports,
           },
           requireUserVerification: alone,
-        });
-      } catch (error) {
-        throw refusal(error);
-      }
-      if (!verified.verified) throw new PasskeyRefused('The passkey answer could not be verified.');
+        }),
+      );
       const info = verified.authenticationInfo;
       if (!(await advanceCounter(db, credential.id, credential.counter, info.newCounter))) {
         throw new PasskeyRefused('The passkey signature counter did not move forward: this answer was used before.');
