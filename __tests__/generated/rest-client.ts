@@ -100,6 +100,10 @@ export interface components {
                 pointer: string;
                 reason: string;
             }[];
+            /** @description INSUFFICIENT_USER_AUTHENTICATION: the acr_values to sign in again with (space-separated), as in WWW-Authenticate. */
+            acrValues?: string;
+            /** @description INSUFFICIENT_USER_AUTHENTICATION: the max_age (seconds) to sign in again with. */
+            maxAge?: number;
         };
     };
     responses: never;
@@ -252,7 +256,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authentication required (UNAUTHENTICATED). */
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
@@ -478,7 +482,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authentication required (UNAUTHENTICATED). */
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
@@ -621,7 +625,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authentication required (UNAUTHENTICATED). */
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
@@ -801,7 +805,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authentication required (UNAUTHENTICATED). */
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];

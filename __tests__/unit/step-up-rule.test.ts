@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from '@jest/globals';
-import { outcomeOf } from '../../src/auth/idp/signInMethods.js';
+import { outcomeOf, satisfies } from '../../src/auth/idp/signInMethods.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { ACR, meetsStepUp, requireStepUp, type StepUpRule, type User } from '../../src/domain/policy.js';
 
@@ -69,5 +69,14 @@ describe('the step-up rule (RFC 9470)', () => {
     assert.deepEqual(outcomeOf(['swk', 'user'], true), { acr: ACR.mfa, amr: ['swk', 'user', 'mfa'] });
     // A session's earlier `mfa` is not carried over: only the methods count.
     assert.deepEqual(outcomeOf(['pwd', 'mfa', 'bogus']), { acr: ACR.password, amr: ['pwd'] });
+  });
+
+  test('the embedded IdP asks again only for a level above the session’s: a stronger sign-in satisfies a weaker request', () => {
+    assert.equal(satisfies(ACR.mfa, [ACR.password]), true);
+    assert.equal(satisfies(ACR.password, [ACR.mfa]), false);
+    assert.equal(satisfies(ACR.password, [ACR.mfa, ACR.password]), true);
+    assert.equal(satisfies(undefined, [ACR.password]), false);
+    // Levels it does not issue cannot be had by asking again.
+    assert.equal(satisfies(ACR.password, ['urn:example:acr:gold']), true);
   });
 });

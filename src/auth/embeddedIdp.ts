@@ -14,6 +14,7 @@ import { assetRoutes } from './idp/assets.js';
 import { FIRST_PARTY_CLIENTS, allowLoopbackReplicas, clientMetadata } from './idp/clients.js';
 import { interactionRoutes } from './idp/interactions.js';
 import { passkeyService, relyingPartyOf } from './idp/passkeys.js';
+import { satisfies } from './idp/signInMethods.js';
 import { loadOrCreateSecrets, toPublicJwks } from './idp/keys.js';
 import { AUTO_SIGN_OUT_SCRIPT, errorPage, loggedOutPage, logoutPage, signingOutPage } from './idp/pages.js';
 import { createSigninThrottle } from './idp/signinThrottle.js';
@@ -88,7 +89,7 @@ function hintIsForThisSession(ctx: KoaContextWithOIDC): boolean {
 
 /**
  * oidc-provider's interaction policy, plus one check of the login prompt: `acr_values` (voluntary, OpenID Connect
- * Core §3.1.2.1) naming a class this session has not reached asks the person to sign in again — for a session that
+ * Core §3.1.2.1) naming only classes above the session's asks the person to sign in again — for a session that
  * signed in with a password, only the second factor (secondFactor.ts). The essential `acr` of the claims parameter is
  * oidc-provider's own check. After an interaction has answered (`login`, or `stepUp` when there is nothing more to
  * give), the authorization goes on with what the session has, as a voluntary request allows.
@@ -105,7 +106,7 @@ function stepUpPolicy(): interactionPolicy.Policy {
         if (!requested?.values || requested.essential || ctx.oidc.result?.login || ctx.oidc.result?.stepUp) {
           return Check.NO_NEED_TO_PROMPT;
         }
-        return requested.values.includes(ctx.oidc.acr ?? '') ? Check.NO_NEED_TO_PROMPT : Check.REQUEST_PROMPT;
+        return satisfies(ctx.oidc.acr, requested.values) ? Check.NO_NEED_TO_PROMPT : Check.REQUEST_PROMPT;
       },
       (ctx) => ({ acr: ctx.oidc.claims?.id_token?.acr }),
     ),

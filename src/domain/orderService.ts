@@ -112,10 +112,9 @@ export function createOrderService(deps: {
   }
 
   /**
-   * Every change to an existing order: find it (if visible), `authorize` the change, check the client's
-   * precondition, then `attempt` the write as a compare-and-set on the version read. A lost race re-reads and
-   * re-checks, so a stale precondition ends in PRECONDITION_FAILED and never overwrites the winner. Who may is
-   * decided before the precondition is looked at (RFC 9110 §13.2.1: a refusal wins over 412).
+   * Every change to an existing order: find it (if visible), check the client's precondition, `authorize` the change
+   * against the order as it is, then `attempt` the write as a compare-and-set on the version read. A lost race
+   * re-reads and re-checks, so a stale precondition ends in PRECONDITION_FAILED and never overwrites the winner.
    */
   async function writeVisible<T>(
     user: User,
@@ -127,8 +126,8 @@ export function createOrderService(deps: {
     for (let n = 1; ; n++) {
       const order = await visibleOrder(user, id);
       if (!order) throw notFound('Order');
-      await authorize(order);
       if (!preconditionHolds(opts.precondition, order)) throw preconditionFailed();
+      await authorize(order);
       const result = await attempt(order);
       if (result !== null) return result;
       if (n >= MAX_WRITE_ATTEMPTS) {

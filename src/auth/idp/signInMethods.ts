@@ -37,13 +37,28 @@ export function onlyStepUpAsked(details: InteractionDetails): boolean {
   return details.prompt.reasons.length > 0 && details.prompt.reasons.every((r) => STEP_UP_REASONS.has(r));
 }
 
+/** This IdP's levels, weakest first: a sign-in at a level also satisfies a request for any level below it. */
+const LEVELS: readonly string[] = [ACR.password, ACR.mfa];
+
 /**
- * Whether the authorization request asks for two factors: `acr_values` (voluntary) or the `claims` parameter's
- * `id_token.acr` naming the MFA level, and whether it insists (`essential`).
+ * Whether a sign-in at `acr` satisfies a request for any one of `requested`. Values this IdP does not issue are passed
+ * over: a request that names none of its levels is satisfied by any sign-in (asking again could not do better).
+ */
+export function satisfies(acr: string | undefined, requested: readonly string[]): boolean {
+  const wanted = requested.map((v) => LEVELS.indexOf(v)).filter((level) => level >= 0);
+  return wanted.length === 0 || LEVELS.indexOf(acr ?? '') >= Math.min(...wanted);
+}
+
+/**
+ * Whether the authorization request asks for two factors, as oidc-provider reads it: `acr_values` (voluntary; it
+ * takes the place of the claims parameter's `acr`), else the claims parameter's `id_token.acr` — and whether that
+ * insists (`essential`).
  */
 export function mfaRequested(details: InteractionDetails): { wanted: boolean; essential: boolean } {
   const { acr_values: acrValues, claims } = details.params as { acr_values?: unknown; claims?: unknown };
-  const voluntary = typeof acrValues === 'string' && acrValues.split(' ').includes(ACR.mfa);
+  if (typeof acrValues === 'string' && acrValues) {
+    return { wanted: !satisfies(ACR.password, acrValues.split(' ')), essential: false };
+  }
   let requested: { essential?: unknown; value?: unknown; values?: unknown } | undefined;
   try {
     requested =
@@ -53,7 +68,10 @@ export function mfaRequested(details: InteractionDetails): { wanted: boolean; es
   } catch {
     requested = undefined;
   }
-  const named =
-    requested?.value === ACR.mfa || (Array.isArray(requested?.values) && requested.values.includes(ACR.mfa));
-  return { wanted: voluntary || named, essential: named && requested?.essential === true };
+  const values = [
+    ...(typeof requested?.value === 'string' ? [requested.value] : []),
+    ...(Array.isArray(requested?.values) ? requested.values.filter((v): v is string => typeof v === 'string') : []),
+  ];
+  const wanted = !satisfies(ACR.password, values);
+  return { wanted, essential: wanted && requested?.essential === true };
 }
