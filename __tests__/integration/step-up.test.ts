@@ -285,6 +285,20 @@ describe('staff changes need a recent second factor (RFC 9470 step-up)', () => {
     assert.doesNotMatch(steppedUp, /Verify with a second factor/);
   });
 
+  test('asking for the MFA level for an account without a second factor signs in at the password level, without a loop or a page', async () => {
+    const base = server.running.publicUrl;
+    const browser = new WebClient();
+    assert.equal((await signIn(browser, base, 'alice')).response.status, 303);
+    const start = await browser.get(`${base}/auth/login?acr_values=${MFA}`);
+    // The IdP's session is reused: straight back to the callback, with what alice has.
+    const callback = await follow(browser, await browser.get(location(start)), '/auth/callback');
+    assert.ok(callback instanceof URL, 'no page was shown');
+    assert.equal((await browser.get(callback)).status, 303);
+    const session = (await (await browser.get(`${base}/auth/session`)).json()) as Record<string, unknown>;
+    assert.equal(session.acr, 'urn:orders:acr:pwd');
+    assert.deepEqual(session.amr, ['pwd']);
+  });
+
   test('/auth/login refuses malformed acr_values and max_age with a clear page', async () => {
     const base = server.running.publicUrl;
     for (const query of ['acr_values=%22quoted%22', 'max_age=-1', 'max_age=86401', `acr_values=${'a '.repeat(11)}`]) {
