@@ -2,6 +2,7 @@ import express from 'express';
 import { createLocalJWKSet } from 'jose';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { reportAcrSupport } from './auth/acrSupport.js';
 import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
 import { browserLoginFor } from './auth/browserLogin.js';
 import { createAuthentication, sessionsAdmittedBy } from './auth/credentials.js';
@@ -98,7 +99,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     onChanges: (changes) => directory.apply(changes),
     ...(redis ? { redis } : {}),
   });
-  const services = createServices(createStorage(db), events, directoryFeed);
+  const services = createServices(createStorage(db), events, directoryFeed, { stepUp: config.stepUp });
   // Resolver spans are for debugging only (OTEL_GRAPHQL_RESOLVER_SPANS): the schema's resolvers are wrapped once.
   const schema = tracing.resolverSpans ? withResolverSpans(buildSchema()) : buildSchema();
   const budget = countingRefusals(
@@ -132,6 +133,11 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
         nodeEnv: config.nodeEnv,
       });
   const issuer = config.oidc.issuer ?? idp!.issuer;
+  // The embedded IdP issues the step-up levels itself; an external one is asked (its metadata) once, at start.
+  const acrSupportChecked =
+    config.oidc.issuer && config.stepUp
+      ? reportAcrSupport(config.oidc.issuer, config.stepUp.acrValues, logger)
+      : Promise.resolve();
   // Used DPoP proof ids must be seen by every replica: Redis when there is one, else the shared database.
   const proofReplay = redis ? redisReplayStore(redis) : databaseReplayStore(db);
   const verifier = createTokenVerifier({
@@ -218,7 +224,10 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
   if (config.corsOrigins.length) app.use(crossOrigin(config.corsOrigins));
 
   // Where a browser lands after signing in or out, and where a new user looks first.
-  app.get('/', homeRoute({ sessionCookie, touch: sessions.touch, developmentTools: !config.isProduction }));
+  app.get(
+    '/',
+    homeRoute({ sessionCookie, touch: sessions.touch, developmentTools: !config.isProduction, stepUp: config.stepUp }),
+  );
   app.get('/favicon.ico', favicon);
   app.get('/healthz', probe.healthz);
   app.get('/readyz', probe.readyz);
@@ -258,6 +267,8 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     sweeper,
     /** WebSocket subscriptions share the /graphql path with HTTP. */
     websockets,
+    /** Settles once an external issuer's support for the step-up acr values has been checked (and logged). */
+    acrSupportChecked,
     /** Readiness turns false first, so the load balancer stops sending before sockets close. */
     startDraining() {
       draining = true;

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
+import { ACR, parseAcrValues } from './domain/policy.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -205,6 +206,17 @@ const EnvSchema = z.object({
   LOGIN_ATTEMPTS_PER_IP: z.coerce.number().int().min(1).max(10_000).default(50),
   SWEEP_INTERVAL_S: z.coerce.number().int().min(1).max(86_400).default(300),
   SIGNIN_LOCK_S: z.coerce.number().int().min(1).max(86_400).default(900),
+  STEP_UP_ACR: z
+    .string()
+    .trim()
+    .default(ACR.mfa)
+    .transform((v) => (v === '' ? ACR.mfa : v))
+    .refine(
+      (v) => v === 'off' || parseAcrValues(v) !== null,
+      'STEP_UP_ACR must be off or up to 10 space-separated acr values of visible ASCII without quotes or backslashes',
+    )
+    .transform((v) => (v === 'off' ? null : parseAcrValues(v)!)),
+  STEP_UP_MAX_AGE_S: z.coerce.number().int().min(1).max(86_400).default(900),
   DRAIN_DELAY_S: optionalString.pipe(
     z.coerce
       .number<string | undefined>({ error: DRAIN_DELAY_PROBLEM })
@@ -385,6 +397,11 @@ export interface Config {
     /** The group whose members are staff, when the directory sends it (SCIM_STAFF_GROUP). */
     readonly staffGroup: string;
   };
+  /**
+   * RFC 9470 step-up for the staff role's writes: an `acr` among `acrValues` and an `auth_time` at most
+   * `maxAgeSeconds` old (STEP_UP_ACR, STEP_UP_MAX_AGE_S). Null with STEP_UP_ACR=off.
+   */
+  readonly stepUp: { readonly acrValues: readonly string[]; readonly maxAgeSeconds: number } | null;
   /** Static limits and the cost ceiling every GraphQL document meets before anything runs, on every transport. */
   readonly graphql: {
     readonly maxDepth: number;
@@ -524,6 +541,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     signin: { lockSeconds: e.SIGNIN_LOCK_S },
     tracing: tracingConfig(e),
     scim: scimConfig(e),
+    stepUp: e.STEP_UP_ACR ? { acrValues: e.STEP_UP_ACR, maxAgeSeconds: e.STEP_UP_MAX_AGE_S } : null,
     graphql: {
       maxDepth: e.MAX_QUERY_DEPTH,
       maxAliases: e.MAX_ALIASES,

@@ -106,6 +106,12 @@ export interface components {
                 pointer: string;
                 reason: string;
             }[];
+            /** @description The W3C trace id of the request, when the server runs with tracing on: quote it in a bug report to find the trace. */
+            traceId?: string;
+            /** @description INSUFFICIENT_USER_AUTHENTICATION: the acr_values to sign in again with (space-separated), as in WWW-Authenticate. */
+            acrValues?: string;
+            /** @description INSUFFICIENT_USER_AUTHENTICATION: the max_age (seconds) to sign in again with. */
+            maxAge?: number;
         };
     };
     responses: never;
@@ -333,7 +339,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authentication required (UNAUTHENTICATED). */
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
             401: {
                 headers: {
                     "Cache-Control": components["headers"]["CacheControl"];
@@ -702,7 +708,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authentication required (UNAUTHENTICATED). */
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
             401: {
                 headers: {
                     "Cache-Control": components["headers"]["CacheControl"];
@@ -926,7 +932,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authentication required (UNAUTHENTICATED). */
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
             401: {
                 headers: {
                     "Cache-Control": components["headers"]["CacheControl"];
@@ -1242,7 +1248,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authentication required (UNAUTHENTICATED). */
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
             401: {
                 headers: {
                     "Cache-Control": components["headers"]["CacheControl"];

@@ -6,7 +6,9 @@ import pg from 'pg';
 import { pino, type Logger } from 'pino';
 import request from 'supertest';
 import type { Test } from 'supertest';
+import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
+import { ACR } from '../../src/domain/policy.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import type { Database } from '../../src/store/db.js';
@@ -31,8 +33,13 @@ export interface TestServer {
   readonly running: RunningServer;
   /** supertest against this server's URL, redirects not followed: `server.http.get('/healthz')`. */
   readonly http: ReturnType<typeof http>;
-  /** An access token from the embedded IdP, obtained through the real PKCE flow (cached per user). */
-  token(user: 'alice' | 'bob' | 'carol'): Promise<string>;
+  /**
+   * An access token from the embedded IdP, obtained through the real PKCE flow (cached per user and `mfa`). carol's is
+   * an MFA token by default (password and her TOTP, as `npm run token -- --user carol --mfa` gets it), since staff
+   * changes need one (step-up, RFC 9470); `{ mfa: false }` gives her password-only token. alice and bob have no
+   * second factor: theirs are password-only.
+   */
+  token(user: 'alice' | 'bob' | 'carol', opts?: { mfa?: boolean }): Promise<string>;
   /** The three demo users' tokens at once. */
   users(): Promise<{ alice: string; bob: string; carol: string }>;
   gql(
@@ -92,6 +99,12 @@ async function openTestDatabase(): Promise<TestDatabase> {
   }
   const db = await testDatabase();
   return { db, release: () => db.close() };
+}
+
+/** What `loginWithPkce` needs to sign a demo user in with a second factor: the acr to ask for, the TOTP to answer. */
+export function mfaLogin(user: string, mfa = true): { acrValues?: string; totpSecret?: string } {
+  const secret = DEMO_TOTP_SECRETS[user];
+  return mfa && secret ? { acrValues: ACR.mfa, totpSecret: secret } : {};
 }
 
 const statementScope = new AsyncLocalStorage<{ statements: number }>();
@@ -180,14 +193,17 @@ export async function startTestServer(
     ...(schema ? { schema } : {}),
     running,
     http: agent,
-    token(user) {
-      if (!tokens.has(user)) {
+    token(user, { mfa = user === 'carol' } = {}) {
+      const key = `${user}:${mfa}`;
+      if (!tokens.has(key)) {
         tokens.set(
-          user,
-          loginWithPkce({ issuer: running.app.issuer, username: user, password: user }).then((t) => t.accessToken),
+          key,
+          loginWithPkce({ issuer: running.app.issuer, username: user, password: user, ...mfaLogin(user, mfa) }).then(
+            (t) => t.accessToken,
+          ),
         );
       }
-      return tokens.get(user)!;
+      return tokens.get(key)!;
     },
     async users() {
       const [alice, bob, carol] = await Promise.all([

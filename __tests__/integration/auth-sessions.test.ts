@@ -97,12 +97,17 @@ describe('browser sessions', () => {
     delete body.expiresAt;
     assert.match(String(body.csrfToken), /^[\w-]{43}$/);
     delete body.csrfToken;
+    // How she signed in, from the ID token (step-up reads it): a password, just now.
+    assert.ok(Math.abs(Date.parse(String(body.authTime)) - Date.now()) < 120_000, String(body.authTime));
+    delete body.authTime;
     assert.deepEqual(body, {
       sub: 'alice',
       name: 'Alice Adams',
       email: 'alice@example.com',
       roles: [],
       scopes: ['orders:read', 'orders:write'],
+      acr: 'urn:orders:acr:pwd',
+      amr: ['pwd'],
     });
   });
 

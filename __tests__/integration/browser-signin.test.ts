@@ -2,7 +2,10 @@ import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { decodeJwt } from 'jose';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
+import { totpCode } from '../helpers/secondFactor.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { artifactDir } from '../helpers/testRun.js';
 
@@ -29,6 +32,12 @@ function graphqlFromPage(page: Page): Promise<GraphqlResult> {
     });
     return { status: res.status, body: (await res.json()) as GraphqlResult['body'] };
   }, QUERY);
+}
+
+/** How the page's session says the person signed in (/auth/session, from the session's ID token). */
+async function sessionOf(page: Page) {
+  const session = await page.evaluate(async () => (await fetch('/auth/session')).json() as Promise<unknown>);
+  return session as { sub: string; acr: string | null; amr: string[] | null };
 }
 
 describe('browser sign-in in headless Chromium', () => {
@@ -138,6 +147,121 @@ describe('browser sign-in in headless Chromium', () => {
     await assert.doesNotReject(page.getByLabel('Password').waitFor());
     assert.match(new URL(page.url()).pathname, /^\/idp\/interaction\/[\w-]+$/);
     await page.screenshot({ path: path.join(screenshots, '4-signin-again.png'), fullPage: true });
+    assert.deepEqual(violations, []);
+    await context.close();
+  });
+
+  /** The claims of the ID token the app keeps for the newest session of `sub` (sent as id_token_hint at sign-out). */
+  async function idTokenOf(sub: string) {
+    const [row] = await server.running.app.db.query<{ id_token: string }>(
+      'select id_token from auth_sessions where subject = $1 and revoked_at is null order by created_at desc limit 1',
+      [sub],
+    );
+    return decodeJwt(row!.id_token);
+  }
+
+  /** Every Content-Security-Policy complaint of the page's console, to be none. */
+  function cspViolations(page: Page): string[] {
+    const seen: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) seen.push(message.text());
+    });
+    return seen;
+  }
+
+  async function signInWithPassword(page: Page, user: string) {
+    await page.goto(`${base}/auth/login`);
+    await page.getByLabel('Username').fill(user);
+    await page.getByLabel('Password').fill(user);
+    await Promise.all([
+      page.waitForURL(`${base}/`),
+      page.getByRole('button', { name: 'Sign in', exact: true }).click(),
+    ]);
+  }
+
+  test('carol signs in with her password, is offered the second factor on the home page, and verifies with her TOTP code', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const violations = cspViolations(page);
+    await signInWithPassword(page, 'carol');
+    assert.equal(await page.getByTestId('role').innerText(), 'staff');
+    assert.equal(await page.getByTestId('level').innerText(), 'password (urn:orders:acr:pwd · pwd)');
+    assert.match(
+      await page.getByTestId('step-up').innerText(),
+      /needs a sign-in with a second factor within the last 15 minutes/,
+    );
+    await page.screenshot({ path: path.join(screenshots, '5-carol-password.png'), fullPage: true });
+
+    await page.getByRole('link', { name: 'Verify with a second factor' }).click();
+    await assert.doesNotReject(page.getByRole('heading', { name: 'Verify it is you' }).waitFor());
+    assert.equal(await page.getByLabel('Password').count(), 0, 'a recent session is not asked for its password again');
+    await page.screenshot({ path: path.join(screenshots, '6-carol-totp.png'), fullPage: true });
+    await page.getByLabel('Code from your authenticator app').fill(await totpCode(DEMO_TOTP_SECRETS.carol!));
+    await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Verify' }).click()]);
+
+    assert.equal(await page.getByTestId('level').innerText(), 'second factor (urn:orders:acr:mfa · pwd otp mfa)');
+    assert.equal(await page.getByTestId('step-up').count(), 0);
+    const session = await sessionOf(page);
+    assert.equal(session.acr, 'urn:orders:acr:mfa');
+    assert.deepEqual(session.amr, ['pwd', 'otp', 'mfa']);
+    const idToken = await idTokenOf('carol');
+    assert.equal(idToken.acr, 'urn:orders:acr:mfa');
+    assert.deepEqual(idToken.amr, ['pwd', 'otp', 'mfa']);
+    await page.screenshot({ path: path.join(screenshots, '7-carol-second-factor.png'), fullPage: true });
+    assert.deepEqual(violations, []);
+    await context.close();
+  });
+
+  test('alice registers a passkey on the account page and signs in with it alone (CDP virtual authenticator)', async () => {
+    const context: BrowserContext = await browser.newContext();
+    const page = await context.newPage();
+    const violations = cspViolations(page);
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('WebAuthn.enable');
+    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+      options: {
+        protocol: 'ctap2',
+        transport: 'internal',
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
+    });
+
+    await signInWithPassword(page, 'alice');
+    await page.goto(`${base}/idp/account`);
+    assert.equal(
+      await page.getByTestId('passkey-count').innerText(),
+      'None yet. A passkey signs you in by itself, or as the second factor after your password.',
+    );
+    await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Add a passkey' }).click()]);
+    await assert.doesNotReject(page.getByTestId('message').waitFor());
+    assert.equal(await page.getByTestId('message').innerText(), 'The passkey is registered.');
+    assert.match(await page.getByTestId('passkey-count').innerText(), /^1 registered\./);
+    const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
+    assert.equal(credentials.length, 1);
+    assert.equal(credentials[0]!.isResidentCredential, true);
+    await page.screenshot({ path: path.join(screenshots, '8-alice-passkey-registered.png'), fullPage: true });
+
+    // Signed out of the app and the IdP, she signs in again with the passkey alone: no username, no password.
+    await page.goto(`${base}/`);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('link', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Use a passkey' }).click();
+    await assert.doesNotReject(page.getByRole('heading', { name: 'Sign in with a passkey' }).waitFor());
+    await page.screenshot({ path: path.join(screenshots, '9-signin-with-passkey.png'), fullPage: true });
+    await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Use a passkey' }).click()]);
+    assert.equal(await page.getByTestId('user').innerText(), 'Alice Adams (alice)');
+    const session = await sessionOf(page);
+    assert.equal(session.acr, 'urn:orders:acr:mfa');
+    assert.deepEqual(session.amr, ['hwk', 'user', 'mfa']);
+    const idToken = await idTokenOf('alice');
+    assert.equal(idToken.acr, 'urn:orders:acr:mfa');
+    assert.deepEqual(idToken.amr, ['hwk', 'user', 'mfa']);
+    const after = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
+    assert.ok(after.credentials[0]!.signCount > credentials[0]!.signCount, 'the counter moved on');
+    await page.screenshot({ path: path.join(screenshots, '10-alice-signed-in-with-passkey.png'), fullPage: true });
     assert.deepEqual(violations, []);
     await context.close();
   });

@@ -194,6 +194,27 @@ describe('the production build: prod dependencies only, NODE_ENV=production, an 
     }
   }, 60_000);
 
+  test('step-up holds in production: carol’s password-only token is refused a staff change, her MFA token is not', async () => {
+    const created = await placeOrder(prod.url, alice);
+    const patch = (token: string) =>
+      request(prod.url)
+        .patch(created.headers['location']!)
+        .set({
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/merge-patch+json',
+          'if-match': created.headers['etag']!,
+        })
+        .send(JSON.stringify({ status: 'paid' }));
+    const refused = await patch(await issuer.token('carol', { mfa: false }));
+    assert.equal(refused.status, 401);
+    assert.match(
+      refused.headers['www-authenticate']!,
+      /error="insufficient_user_authentication".*acr_values="urn:orders:acr:mfa", max_age=900$/,
+    );
+    const paid = await patch(await issuer.token('carol'));
+    assert.equal(paid.status, 200, paid.text);
+  });
+
   test.each(STREAMING)('introspection is refused over %s', async (transport) => {
     const res = await send(prod.url, transport, { query: getIntrospectionQuery() }, alice);
     assert.equal(res.body.data ?? undefined, undefined);

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from '@jest/globals';
+import { ScureBase32Plugin } from 'otplib';
 import { parse } from 'yaml';
+import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
 import { loadConfig } from '../../src/config.js';
+import { ACR } from '../../src/domain/policy.js';
 
 interface Client {
   clientId: string;
@@ -13,12 +16,26 @@ interface Client {
   defaultClientScopes: string[];
   optionalClientScopes: string[];
 }
+interface Execution {
+  authenticator?: string;
+  flowAlias?: string;
+  requirement: string;
+  authenticatorConfig?: string;
+}
 interface Realm {
   realm: string;
+  attributes: Record<string, string>;
+  browserFlow: string;
+  authenticationFlows: { alias: string; authenticationExecutions: Execution[] }[];
+  authenticatorConfig: { alias: string; config: Record<string, string> }[];
   roles: { realm: { name: string }[] };
   clientScopes: { name: string; protocolMappers?: { protocolMapper: string; config: Record<string, string> }[] }[];
   clients: (Client & { serviceAccountsEnabled?: boolean; standardFlowEnabled?: boolean })[];
-  users: { username: string; realmRoles?: string[]; credentials: { value: string }[] }[];
+  users: {
+    username: string;
+    realmRoles?: string[];
+    credentials: { type: string; value?: string; secretData?: string; credentialData?: string }[];
+  }[];
 }
 
 // merge: the replicas share one definition through a YAML merge key (<<: *api), as docker compose reads it.
@@ -109,6 +126,70 @@ describe('the production compose stack and its Keycloak realm agree with the app
     );
     const roles = Object.fromEntries(realm.users.map((u) => [u.username, u.realmRoles ?? []]));
     assert.deepEqual(roles, { alice: [], bob: [], carol: ['staff'] });
+  });
+
+  test("step-up: the realm's levels of authentication (acr.loa.map) are the app's acr values, and level 2 is STEP_UP_ACR", () => {
+    const config = loadConfig(env);
+    assert.deepEqual(config.stepUp, { acrValues: [ACR.mfa], maxAgeSeconds: 900 });
+    assert.deepEqual(JSON.parse(realm.attributes['acr.loa.map']!), { [ACR.password]: 1, [ACR.mfa]: 2 });
+  });
+
+  test('the browser flow asks for the password at level 1 and, conditionally, an OTP code at level 2 within STEP_UP_MAX_AGE_S', () => {
+    const flows = new Map(realm.authenticationFlows.map((f) => [f.alias, f.authenticationExecutions]));
+    const configs = new Map(realm.authenticatorConfig.map((c) => [c.alias, c.config]));
+    const steps = (alias: string) =>
+      flows.get(alias)!.map((e) => [e.authenticator ?? `flow:${e.flowAlias}`, e.requirement] as const);
+    assert.deepEqual(steps(realm.browserFlow), [
+      ['auth-cookie', 'ALTERNATIVE'],
+      ['flow:orders browser forms', 'ALTERNATIVE'],
+    ]);
+    assert.deepEqual(steps('orders browser forms'), [
+      ['flow:orders password level', 'CONDITIONAL'],
+      ['flow:orders second factor level', 'CONDITIONAL'],
+    ]);
+    const levelOf = (alias: string) => {
+      const [condition, step] = flows.get(alias)!;
+      assert.equal(condition!.authenticator, 'conditional-level-of-authentication');
+      return {
+        condition: configs.get(condition!.authenticatorConfig!)!,
+        step: step!.authenticator,
+        amr: configs.get(step!.authenticatorConfig!)!,
+      };
+    };
+    const one = levelOf('orders password level');
+    assert.equal(one.condition['loa-condition-level'], '1');
+    assert.equal(one.step, 'auth-username-password-form');
+    assert.equal(one.amr['default.reference.value'], 'pwd');
+    const two = levelOf('orders second factor level');
+    assert.equal(two.condition['loa-condition-level'], '2');
+    assert.equal(two.condition['loa-max-age'], env.STEP_UP_MAX_AGE_S);
+    assert.equal(two.step, 'auth-otp-form');
+    assert.equal(two.amr['default.reference.value'], 'otp');
+  });
+
+  test('every client gets acr, amr and auth_time in its access and ID tokens; carol has the README’s TOTP secret', () => {
+    const scope = realm.clientScopes.find((s) => s.name === 'orders-sign-in')!;
+    assert.deepEqual(
+      scope.protocolMappers!.map((m) => [m.protocolMapper, m.config['access.token.claim'], m.config['id.token.claim']]),
+      [
+        ['oidc-acr-mapper', 'true', 'true'],
+        ['oidc-amr-mapper', 'true', 'true'],
+        ['oidc-usersessionmodel-note-mapper', 'true', 'true'],
+      ],
+    );
+    assert.equal(scope.protocolMappers![2]!.config['user.session.note'], 'AUTH_TIME');
+    for (const c of realm.clients) assert.ok(c.defaultClientScopes.includes('orders-sign-in'), c.clientId);
+    const otp = realm.users.find((u) => u.username === 'carol')!.credentials.find((c) => c.type === 'otp')!;
+    // Keycloak keeps the raw secret; authenticator apps (and the embedded IdP) get its Base32.
+    const raw = (JSON.parse(otp.secretData!) as { value: string }).value;
+    assert.equal(new ScureBase32Plugin().encode(new TextEncoder().encode(raw)), DEMO_TOTP_SECRETS.carol);
+    assert.deepEqual(JSON.parse(otp.credentialData!), {
+      subType: 'totp',
+      digits: 6,
+      counter: 0,
+      period: 30,
+      algorithm: 'HmacSHA1',
+    });
   });
 
   test('nginx serves PUBLIC_URL and proxies to both replicas with deploy/nginx.conf', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from '@jest/globals';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { ACR } from '../../src/domain/policy.js';
 
 const problemsOf = (env: Record<string, string>) => {
   try {
@@ -268,5 +269,34 @@ describe('tracing configuration (OpenTelemetry standard variables)', () => {
         'OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE',
       ],
     );
+  });
+});
+
+describe('STEP_UP_ACR and STEP_UP_MAX_AGE_S', () => {
+  const ACR_PROBLEM =
+    'STEP_UP_ACR: STEP_UP_ACR must be off or up to 10 space-separated acr values of visible ASCII without quotes or backslashes';
+
+  test('the MFA level within 900 seconds by default; off turns the rule off; a list is kept in order', () => {
+    assert.deepEqual(loadConfig({}).stepUp, { acrValues: [ACR.mfa], maxAgeSeconds: 900 });
+    assert.deepEqual(loadConfig({ STEP_UP_ACR: '' }).stepUp, { acrValues: [ACR.mfa], maxAgeSeconds: 900 });
+    assert.equal(loadConfig({ STEP_UP_ACR: 'off' }).stepUp, null);
+    assert.deepEqual(loadConfig({ STEP_UP_ACR: ' gold  silver ', STEP_UP_MAX_AGE_S: '60' }).stepUp, {
+      acrValues: ['gold', 'silver'],
+      maxAgeSeconds: 60,
+    });
+  });
+
+  test('at most 10 values of visible ASCII without quotes or backslashes; max age 1 to 86400 seconds', () => {
+    const ten = Array.from({ length: 10 }, (_, i) => `level${i}`).join(' ');
+    assert.equal(loadConfig({ STEP_UP_ACR: ten }).stepUp?.acrValues.length, 10);
+    assert.deepEqual(problemsOf({ STEP_UP_ACR: `${ten} level10` }), [ACR_PROBLEM]);
+    assert.deepEqual(problemsOf({ STEP_UP_ACR: 'say"cheese' }), [ACR_PROBLEM]);
+    assert.deepEqual(problemsOf({ STEP_UP_ACR: 'back\\slash' }), [ACR_PROBLEM]);
+    assert.deepEqual(problemsOf({ STEP_UP_ACR: 'é' }), [ACR_PROBLEM]);
+    assert.equal(loadConfig({ STEP_UP_MAX_AGE_S: '1' }).stepUp?.maxAgeSeconds, 1);
+    assert.equal(loadConfig({ STEP_UP_MAX_AGE_S: '86400' }).stepUp?.maxAgeSeconds, 86400);
+    assert.equal(problemsOf({ STEP_UP_MAX_AGE_S: '0' }).length, 1);
+    assert.equal(problemsOf({ STEP_UP_MAX_AGE_S: '86401' }).length, 1);
+    assert.equal(problemsOf({ STEP_UP_MAX_AGE_S: '1.5' }).length, 1);
   });
 });

@@ -55,6 +55,20 @@ export function stringList(value: unknown): string[] {
   return [];
 }
 
+/**
+ * How the user signed in, as the issuer says in the token (RFC 9068 §2.2.1, OpenID Connect Core §2): `acr`, `amr`
+ * (RFC 8176) and `auth_time`. The ID token of a browser session says it the same way. Malformed values are ignored,
+ * so the credential counts as a sign-in of unknown strength.
+ */
+export function signInOf(claims: JWTPayload): Pick<User, 'acr' | 'amr' | 'authTime'> {
+  const { acr, amr, auth_time: authTime } = claims;
+  return {
+    ...(typeof acr === 'string' && acr ? { acr } : {}),
+    ...(Array.isArray(amr) ? { amr: amr.filter((m): m is string => typeof m === 'string') } : {}),
+    ...(typeof authTime === 'number' && Number.isFinite(authTime) ? { authTime: authTime * 1000 } : {}),
+  };
+}
+
 /** Discovers `jwks_uri` lazily and retries after a failure, so a late issuer does not stop start-up. */
 export function discoveredJwks(issuer: string): JWTVerifyGetKey {
   let keySet: Promise<JWTVerifyGetKey> | null = null;
@@ -152,6 +166,7 @@ export function createTokenVerifier(opts: {
     const clientId = [payload.client_id, payload.azp].find((v): v is string => typeof v === 'string');
     const directoryKey = claimAt(payload, opts.linkClaim ?? 'sub');
     const principal: User = {
+      ...signInOf(payload),
       kind: 'user',
       subject: payload.sub!,
       // RFC 9068 puts scopes in `scope`; some issuers use an `scp` array instead.

@@ -1,6 +1,6 @@
 import * as client from 'openid-client';
 import type { Config } from '../config.js';
-import { InvalidTokenError, claimAt, stringList, type TokenVerifier } from './bearer.js';
+import { InvalidTokenError, claimAt, signInOf, stringList, type TokenVerifier } from './bearer.js';
 import { WEB_CLIENT_ID, WEB_CLIENT_SECRET } from './idp/clients.js';
 import type { LoginAttempt, NewSession } from './sessions.js';
 
@@ -121,13 +121,20 @@ export function createBrowserLogin(opts: BrowserLoginOptions) {
       ...(email ? { email } : {}),
       ...(tokens.id_token ? { idToken: tokens.id_token } : {}),
       ...(directoryKey ? { directoryKey } : {}),
+      // The ID token is the statement about the sign-in itself (OpenID Connect Core §2).
+      ...signInOf(claims),
     };
     return session;
   }
 
   return {
-    /** A fresh state, nonce and PKCE verifier for one attempt, and the authorization URL that carries them. */
-    async start(): Promise<{ authorizationUrl: URL; attempt: Omit<LoginAttempt, 'returnTo'> }> {
+    /**
+     * A fresh state, nonce and PKCE verifier for one attempt, and the authorization URL that carries them. A step-up
+     * (RFC 9470 §4) asks for `acr_values` and `max_age` too.
+     */
+    async start(
+      stepUp: { readonly acrValues?: string; readonly maxAge?: number } = {},
+    ): Promise<{ authorizationUrl: URL; attempt: Omit<LoginAttempt, 'returnTo'> }> {
       const config = await configuration();
       const attempt = {
         state: client.randomState(),
@@ -143,6 +150,8 @@ export function createBrowserLogin(opts: BrowserLoginOptions) {
         // Only the S256 challenge leaves the server; the verifier goes to the token endpoint alone.
         code_challenge: await client.calculatePKCECodeChallenge(attempt.codeVerifier),
         code_challenge_method: 'S256',
+        ...(stepUp.acrValues ? { acr_values: stepUp.acrValues } : {}),
+        ...(stepUp.maxAge !== undefined ? { max_age: String(stepUp.maxAge) } : {}),
       });
       return { authorizationUrl, attempt };
     },

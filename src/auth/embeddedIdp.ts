@@ -4,10 +4,13 @@ import type { Router } from 'express';
 import type { Redis } from 'ioredis';
 import type { JSONWebKeySet } from 'jose';
 import type { Logger } from 'pino';
-import Provider, { errors } from 'oidc-provider';
+import Provider, { errors, interactionPolicy } from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { Database } from '../store/db.js';
 import { PostgresAdapter, sweepExpiredModels } from '../store/idp.js';
+import { ACR } from '../domain/policy.js';
+import { accountRoutes } from './idp/account.js';
+import { assetRoutes } from './idp/assets.js';
 import {
   DIRECTORY_CLIENT_ID,
   DIRECTORY_SCOPE,
@@ -16,9 +19,12 @@ import {
   clientMetadata,
 } from './idp/clients.js';
 import { interactionRoutes } from './idp/interactions.js';
+import { passkeyService, relyingPartyOf } from './idp/passkeys.js';
+import { satisfies } from './idp/signInMethods.js';
 import { loadOrCreateSecrets, toPublicJwks } from './idp/keys.js';
 import { AUTO_SIGN_OUT_SCRIPT, errorPage, loggedOutPage, logoutPage, signingOutPage } from './idp/pages.js';
 import { createSigninThrottle } from './idp/signinThrottle.js';
+import { seedDemoTotp } from './idp/totp.js';
 import { userinfoTwins } from './idp/userinfo.js';
 import { findUserBySubject, seedDemoUsers, type Argon2Params } from './idp/users.js';
 import { normalizedUri } from './uriNormalization.js';
@@ -88,6 +94,33 @@ function hintIsForThisSession(ctx: KoaContextWithOIDC): boolean {
   );
 }
 
+/**
+ * oidc-provider's interaction policy, plus one check of the login prompt: `acr_values` (voluntary, OpenID Connect
+ * Core §3.1.2.1) naming only classes above the session's asks the person to sign in again — for a session that
+ * signed in with a password, only the second factor (secondFactor.ts). The essential `acr` of the claims parameter is
+ * oidc-provider's own check. After an interaction has answered (`login`, or `stepUp` when there is nothing more to
+ * give), the authorization goes on with what the session has, as a voluntary request allows.
+ */
+function stepUpPolicy(): interactionPolicy.Policy {
+  const { Check, base } = interactionPolicy;
+  const policy = base();
+  policy.get('login')!.checks.add(
+    new Check(
+      'acr_values',
+      'requested ACR not yet obtained',
+      (ctx) => {
+        const requested = ctx.oidc.claims?.id_token?.acr;
+        if (!requested?.values || requested.essential || ctx.oidc.result?.login || ctx.oidc.result?.stepUp) {
+          return Check.NO_NEED_TO_PROMPT;
+        }
+        return satisfies(ctx.oidc.acr, requested.values) ? Check.NO_NEED_TO_PROMPT : Check.REQUEST_PROMPT;
+      },
+      (ctx) => ({ acr: ctx.oidc.claims?.id_token?.acr }),
+    ),
+  );
+  return policy;
+}
+
 /** Under a policy with script-src, the one inline script is allowed by its hash, as oidc-provider does for its own. */
 function allowInlineScript(ctx: KoaContextWithOIDC, script: string): void {
   const policy = ctx.response.get('content-security-policy');
@@ -107,6 +140,7 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
 
   const secrets = await loadOrCreateSecrets(db);
   await seedDemoUsers(db, opts.passwordHashing);
+  await seedDemoTotp(db);
 
   // Resource indicators must be absolute URIs (RFC 8707 §2); a bare audience such as 'orders-api' becomes a URN. The
   // API's own URL (PUBLIC_URL) names the same resource server: it is what clients that follow RFC 8707 send.
@@ -135,8 +169,10 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
     },
     // The API's scopes are listed too, so discovery's scopes_supported names every scope a client may ask for.
     scopes: ['openid', 'offline_access', 'profile', 'email', ...API_SCOPES.split(' '), DIRECTORY_SCOPE],
+    // How the person signed in goes into every ID token (and, below, every access token): what step-up reads.
+    acrValues: [ACR.password, ACR.mfa],
     claims: {
-      openid: ['sub'],
+      openid: ['sub', 'acr', 'amr', 'auth_time'],
       profile: ['name', 'preferred_username'],
       email: ['email', 'email_verified'],
     },
@@ -156,7 +192,10 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
       Session: 14 * DAY,
       Grant: 14 * DAY,
     },
-    interactions: { url: (_ctx, interaction) => `${basePath}/interaction/${interaction.uid}` },
+    interactions: {
+      url: (_ctx, interaction) => `${basePath}/interaction/${interaction.uid}`,
+      policy: stepUpPolicy(),
+    },
     async findAccount(_ctx, sub) {
       const user = await findUserBySubject(db, sub);
       if (!user) return undefined;
@@ -183,7 +222,17 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
       if (token.kind !== 'AccessToken' || !token.accountId) return undefined;
       await twins.save(ctx, token);
       const user = await findUserBySubject(db, token.accountId);
-      return { roles: [...(user?.roles ?? [])], name: user?.name, email: user?.email };
+      // RFC 9068 §2.2.1: the sign-in behind the token, from the code or refresh token it was issued for. A refreshed
+      // token keeps the original auth_time, so max_age still measures from the sign-in.
+      const grant = ctx.oidc.entities?.AuthorizationCode ?? ctx.oidc.entities?.RefreshToken;
+      return {
+        roles: [...(user?.roles ?? [])],
+        name: user?.name,
+        email: user?.email,
+        ...(grant?.acr ? { acr: grant.acr } : {}),
+        ...(grant?.amr ? { amr: grant.amr } : {}),
+        ...(grant?.authTime ? { auth_time: grant.authTime } : {}),
+      };
     },
     clientBasedCORS: () => false,
     renderError(ctx, out) {
@@ -198,6 +247,8 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
       devInteractions: { enabled: false },
       // The development directory's tokens (SCIM provisioning) come from the client-credentials grant.
       clientCredentials: { enabled: true },
+      // Lets a client insist on an acr (`"essential": true`), which oidc-provider's own login checks enforce.
+      claimsParameter: { enabled: true },
       introspection: { enabled: false },
       revocation: {
         enabled: true,
@@ -286,7 +337,23 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
     ...(opts.signinLockSeconds ? { lockSeconds: opts.signinLockSeconds } : {}),
     ...(opts.signinDelayMs ? { delayMs: opts.signinDelayMs } : {}),
   });
-  router.use(interactionRoutes({ provider, db, basePath, logger, throttle }));
+  const passkeys = passkeyService(db, relyingPartyOf(issuer));
+  router.use(assetRoutes());
+  router.use(
+    interactionRoutes({ provider, db, basePath, logger, throttle, passkeys, accountUrl: `${basePath}/account` }),
+  );
+  router.use(
+    accountRoutes({
+      provider,
+      db,
+      passkeys,
+      logger,
+      basePath,
+      origin: pinned.origin,
+      publicUrl: opts.publicUrl,
+      secret: secrets.cookieKeys[0]!,
+    }),
+  );
   router.use('/me', twins.middleware());
   router.use(provider.callback());
 

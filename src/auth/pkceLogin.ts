@@ -1,4 +1,5 @@
 import * as client from 'openid-client';
+import { generate } from 'otplib';
 import { CookieJar } from './cookieJar.js';
 
 export interface PkceLoginOptions {
@@ -15,6 +16,15 @@ export interface PkceLoginOptions {
   resource?: string;
   /** Asks for a DPoP-bound access token (RFC 9449) tied to this key pair; see `dpop` in the result. */
   dpopKeyPair?: client.CryptoKeyPair;
+  /** Step-up (RFC 9470 §4): the `acr_values` to ask for, e.g. `urn:orders:acr:mfa`. */
+  acrValues?: string;
+  /** Step-up: the `max_age` to ask for, in seconds. */
+  maxAge?: number;
+  /**
+   * The Base32 TOTP secret that answers the IdP's second-factor step, as an authenticator app would. Without it, a
+   * second-factor page is a failure.
+   */
+  totpSecret?: string;
 }
 
 export interface PkceLoginResult {
@@ -67,10 +77,12 @@ export async function loginWithPkce(opts: PkceLoginOptions): Promise<PkceLoginRe
     state,
     nonce,
     ...(opts.resource ? { resource: opts.resource } : {}),
+    ...(opts.acrValues ? { acr_values: opts.acrValues } : {}),
+    ...(opts.maxAge !== undefined ? { max_age: String(opts.maxAge) } : {}),
   });
 
   const browser = new Browser(issuer.origin);
-  const callbackUrl = await signIn(browser, authorizationUrl, redirectUri, opts.username, opts.password);
+  const callbackUrl = await signIn(browser, authorizationUrl, redirectUri, opts);
 
   const params = callbackUrl.searchParams;
   if (params.get('error')) {
@@ -106,17 +118,27 @@ export async function loginWithPkce(opts: PkceLoginOptions): Promise<PkceLoginRe
   };
 }
 
+/**
+ * The codes an authenticator app would show for a sign-in now: this step's, then the next one's (the IdP accepts a
+ * step either side), for when this step's code was already used by an earlier sign-in.
+ */
+async function totpCodes(secret: string): Promise<string[]> {
+  const now = Math.floor(Date.now() / 1000);
+  return Promise.all([now, now + 30].map((epoch) => generate({ secret, epoch })));
+}
+
 /** Follows the authorization request through the IdP's pages until it redirects to the redirect URI. */
 async function signIn(
   browser: Browser,
   authorizationUrl: URL,
   redirectUri: string,
-  username: string,
-  password: string,
+  opts: Pick<PkceLoginOptions, 'username' | 'password' | 'totpSecret'>,
 ): Promise<URL> {
+  const { username, password } = opts;
   let response = await browser.request(authorizationUrl);
   let signedIn = false;
   let consented = false;
+  let codes: string[] | undefined;
 
   for (let steps = 0; steps < MAX_STEPS; steps++) {
     if (response.status >= 300 && response.status < 400) {
@@ -129,6 +151,16 @@ async function signIn(
     }
 
     const html = await response.text();
+    const totpAction = formAction(html, /\/totp$/);
+    if (totpAction && (response.status === 200 || (response.status === 401 && codes?.length))) {
+      if (!opts.totpSecret) throw new Error('sign-in failed: the identity provider asks for a second factor');
+      codes ??= await totpCodes(opts.totpSecret);
+      response = await browser.request(new URL(totpAction, response.url), { code: codes.shift()! });
+      continue;
+    }
+    if (response.status === 401 && totpAction) {
+      throw new Error(`sign-in failed: the TOTP code was refused (${describeErrorPage(html)})`);
+    }
     if (response.status === 401 && signedIn) throw new Error('sign-in failed: wrong username or password');
     if (response.status !== 200) {
       throw new Error(`sign-in failed: ${response.url} answered ${response.status} ${describeErrorPage(html)}`.trim());

@@ -58,6 +58,10 @@ export interface NewSession {
   readonly idToken?: string;
   /** The value of SCIM_LINK_CLAIM: what the directory knows the person by. */
   readonly directoryKey?: string;
+  /** From the ID token: how the person signed in (`acr`, `amr`) and when (`auth_time`, ms since the epoch). */
+  readonly acr?: string;
+  readonly amr?: readonly string[];
+  readonly authTime?: number;
 }
 
 export interface Session {
@@ -75,6 +79,9 @@ function toSession(record: SessionRecord): Session {
       ...(record.name ? { name: record.name } : {}),
       ...(record.email ? { email: record.email } : {}),
       ...(record.directoryKey ? { directoryKey: record.directoryKey } : {}),
+      ...(record.acr ? { acr: record.acr } : {}),
+      ...(record.amr ? { amr: record.amr } : {}),
+      ...(record.authTime ? { authTime: record.authTime.getTime() } : {}),
     },
     expiresAt: record.expiresAt,
   };
@@ -116,6 +123,9 @@ export function createSessionStore(db: Queryable, opts: { loginAttemptsPerIp?: n
           scopes: [...session.scopes],
           idToken: session.idToken ?? null,
           directoryKey: session.directoryKey ?? null,
+          acr: session.acr ?? null,
+          amr: session.amr ? [...session.amr] : null,
+          authTime: session.authTime === undefined ? null : new Date(session.authTime),
         },
         ABSOLUTE_TIMEOUT_SECONDS,
       );

@@ -7,6 +7,7 @@ export const ERROR_CODES = [
   'UNAUTHENTICATED',
   'FORBIDDEN',
   'INSUFFICIENT_SCOPE',
+  'INSUFFICIENT_USER_AUTHENTICATION',
   'NOT_FOUND',
   'BAD_USER_INPUT',
   'INVALID_TRANSITION',
@@ -31,7 +32,12 @@ export class DomainError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly details: { readonly invalid?: readonly InvalidField[]; readonly scope?: string } = {},
+    readonly details: {
+      readonly invalid?: readonly InvalidField[];
+      readonly scope?: string;
+      /** INSUFFICIENT_USER_AUTHENTICATION: the `acr_values` and `max_age` to ask the authorization server for. */
+      readonly stepUp?: { readonly acrValues: string; readonly maxAge: number };
+    } = {},
   ) {
     super(message);
     this.name = 'DomainError';

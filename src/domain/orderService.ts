@@ -9,7 +9,7 @@ import { groupBy, type Loaders } from './loaders.js';
 import type { Order, OrderCursor, OrderEvent, OrderLineInput, OrderStatus, OrderWithItems } from './model.js';
 import { assertTransition, isOrderStatus, priceLines } from './orders.js';
 import type { Repositories, Storage } from './ports.js';
-import { isStaff, requireScope, SCOPES, type Principal, type User } from './policy.js';
+import { isStaff, requireScope, requireStepUp, SCOPES, type Principal, type StepUpRule, type User } from './policy.js';
 
 /** How many orders one list returns: `first`/`limit` unset means the default, above the maximum means the maximum. */
 export const PAGE = { default: 20, max: 100 } as const;
@@ -71,8 +71,10 @@ export function createOrderService(deps: {
   customers: CustomerService;
   /** Told of each change after its transaction commits: the one place events leave the domain. */
   onEvent: EventSink;
+  /** What the staff role's writes ask of the caller's sign-in (RFC 9470); null when the rule is off. */
+  stepUp: StepUpRule | null;
 }) {
-  const { storage, catalogue, customers } = deps;
+  const { storage, catalogue, customers, stepUp } = deps;
 
   /** Runs a write and its event in one transaction, then publishes the event once committed. */
   async function withEvent<T>(
@@ -99,20 +101,33 @@ export function createOrderService(deps: {
   }
 
   /**
-   * Every change to an existing order: find it (if visible), check the client's precondition, then
-   * `attempt` the write as a compare-and-set on the version read. A lost race re-reads and re-checks,
-   * so a stale precondition ends in PRECONDITION_FAILED and never overwrites the winner.
+   * Whether the caller may make this change as the order's customer: to their own order, and only what
+   * `asCustomer` allows. Anything else is the staff role's power (FORBIDDEN without it), and staff use it
+   * only after a recent, strong sign-in (the step-up rule).
+   */
+  async function authorizeChange(user: User, order: Order, asCustomer: boolean, forbidden: string): Promise<void> {
+    if (asCustomer && order.customerId === (await customers.idFor(user))) return;
+    if (!isStaff(user)) throw new DomainError('FORBIDDEN', forbidden);
+    requireStepUp(user, stepUp);
+  }
+
+  /**
+   * Every change to an existing order: find it (if visible), check the client's precondition, `authorize` the change
+   * against the order as it is, then `attempt` the write as a compare-and-set on the version read. A lost race
+   * re-reads and re-checks, so a stale precondition ends in PRECONDITION_FAILED and never overwrites the winner.
    */
   async function writeVisible<T>(
     user: User,
     id: string,
     opts: WriteOptions,
+    authorize: (order: Order) => Promise<void>,
     attempt: (order: Order) => Promise<T | null>,
   ): Promise<T> {
     for (let n = 1; ; n++) {
       const order = await visibleOrder(user, id);
       if (!order) throw notFound('Order');
       if (!preconditionHolds(opts.precondition, order)) throw preconditionFailed();
+      await authorize(order);
       const result = await attempt(order);
       if (result !== null) return result;
       if (n >= MAX_WRITE_ATTEMPTS) {
@@ -129,10 +144,14 @@ export function createOrderService(deps: {
   ): Promise<Order> {
     const user = requireScope(principal, SCOPES.write);
     if (!isOrderStatus(status)) assertTransition('pending', status);
-    return writeVisible(user, id, opts, async (order) => {
-      if (!isStaff(user) && !(status === 'cancelled' && order.status === 'pending')) {
-        throw new DomainError('FORBIDDEN', 'Customers may only cancel their own pending orders.');
-      }
+    const authorize = (order: Order) =>
+      authorizeChange(
+        user,
+        order,
+        status === 'cancelled' && order.status === 'pending',
+        'Customers may only cancel their own pending orders.',
+      );
+    return writeVisible(user, id, opts, authorize, async (order) => {
       assertTransition(order.status, status);
       return withEvent(async (tx) => {
         const updated = await tx.orders.updateStatus(id, status as OrderStatus, order.version);
@@ -143,13 +162,12 @@ export function createOrderService(deps: {
 
   async function resolveCustomer(user: User, named: string | null | undefined): Promise<string> {
     if (named === undefined || named === null) return customers.idFor(user);
-    if (isStaff(user)) {
-      const [found] = ID_PATTERN.test(named) ? await storage.customers.byIds([named]) : [];
-      if (!found) throw invalidInput([{ pointer: '/customer_id', reason: 'no such customer' }]);
-      return found.id;
-    }
     if (named === (await customers.idFor(user))) return named;
-    throw new DomainError('FORBIDDEN', 'Customers may only place orders for themselves.');
+    if (!isStaff(user)) throw new DomainError('FORBIDDEN', 'Customers may only place orders for themselves.');
+    const [found] = ID_PATTERN.test(named) ? await storage.customers.byIds([named]) : [];
+    if (!found) throw invalidInput([{ pointer: '/customer_id', reason: 'no such customer' }]);
+    requireStepUp(user, stepUp);
+    return found.id;
   }
 
   return {
@@ -287,7 +305,9 @@ export function createOrderService(deps: {
     ): Promise<OrderWithItems> {
       const user = requireScope(principal, SCOPES.write);
       const priced = priceLines(lines, await catalogue.prices());
-      return writeVisible(user, id, opts, async (order) => {
+      const authorize = (order: Order) =>
+        authorizeChange(user, order, true, 'Customers may only change their own orders.');
+      return writeVisible(user, id, opts, authorize, async (order) => {
         if (order.status !== 'pending') {
           throw new DomainError('NOT_EDITABLE', `The order is ${order.status}; only pending orders can be changed.`);
         }
@@ -301,14 +321,14 @@ export function createOrderService(deps: {
     /** Deletes an order for good: staff only. */
     async remove(principal: Principal, id: string, opts: WriteOptions = {}): Promise<void> {
       const user = requireScope(principal, SCOPES.write);
-      await writeVisible(user, id, opts, async (order) => {
-        if (!isStaff(user)) throw new DomainError('FORBIDDEN', 'Only staff may delete orders.');
-        return withEvent(async (tx) =>
+      const authorize = (order: Order) => authorizeChange(user, order, false, 'Only staff may delete orders.');
+      await writeVisible(user, id, opts, authorize, async (order) =>
+        withEvent(async (tx) =>
           (await tx.orders.delete(id, order.version))
             ? { value: true, event: await tx.events.append('deleted', order) }
             : null,
-        );
-      });
+        ),
+      );
     },
   };
 }

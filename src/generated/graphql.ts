@@ -65,7 +65,9 @@ export type Mutation = {
    * Moves an order to another status. Allowed moves: pending → paid → shipped → delivered, and
    * pending or paid → cancelled; anything else fails with `INVALID_TRANSITION`. Staff drive every
    * move; customers may only cancel their own pending orders. Send the `etag` you last read to
-   * fail with `PRECONDITION_FAILED` instead of overwriting someone else's change.
+   * fail with `PRECONDITION_FAILED` instead of overwriting someone else's change. Staff need a
+   * recent sign-in with a second factor (step-up): otherwise the field fails with
+   * `INSUFFICIENT_USER_AUTHENTICATION`, whose `acrValues` and `maxAge` say what to sign in with.
    */
   updateOrderStatus: Maybe<Order>;
 };

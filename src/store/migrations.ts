@@ -2,6 +2,7 @@ import type { Database } from './db.js';
 import { CORE_MIGRATIONS } from './migrations/core.js';
 import { DIRECTORY_MIGRATIONS } from './migrations/directory.js';
 import type { Migration } from './migrations/migration.js';
+import { STEP_UP_MIGRATIONS } from './migrations/stepUp.js';
 import { TRACING_MIGRATIONS } from './migrations/tracing.js';
 
 /**
@@ -11,6 +12,7 @@ import { TRACING_MIGRATIONS } from './migrations/tracing.js';
 export const MIGRATIONS: readonly Migration[] = [
   ...CORE_MIGRATIONS,
   ...DIRECTORY_MIGRATIONS,
+  ...STEP_UP_MIGRATIONS,
   ...TRACING_MIGRATIONS,
 ].sort((a, b) => a.version - b.version);
 

@@ -18,6 +18,10 @@ export interface SessionRecord {
   readonly scopes: string[];
   /** The value of SCIM_LINK_CLAIM at sign-in, by which a deactivation finds the session. */
   readonly directoryKey: string | null;
+  /** How the person signed in, from the session's ID token; null where the issuer did not say. */
+  readonly acr: string | null;
+  readonly amr: string[] | null;
+  readonly authTime: Date | null;
   readonly expiresAt: Date;
 }
 
@@ -36,10 +40,13 @@ const SessionRow = z.object({
   roles: z.array(z.string()),
   scopes: z.array(z.string()),
   directory_key: z.string().nullable(),
+  acr: z.string().nullable(),
+  amr: z.array(z.string()).nullable(),
+  auth_time: z.coerce.date().nullable(),
   expires_at: z.coerce.date(),
 });
 
-const SESSION_COLUMNS = 'subject, name, email, roles, scopes, directory_key, expires_at';
+const SESSION_COLUMNS = 'subject, name, email, roles, scopes, directory_key, acr, amr, auth_time, expires_at';
 
 function toSession(row: unknown): SessionRecord {
   const r = SessionRow.parse(row);
@@ -50,6 +57,9 @@ function toSession(row: unknown): SessionRecord {
     roles: r.roles,
     scopes: r.scopes,
     directoryKey: r.directory_key,
+    acr: r.acr,
+    amr: r.amr,
+    authTime: r.auth_time,
     expiresAt: r.expires_at,
   };
 }
@@ -112,8 +122,10 @@ export function sessionRows(db: Queryable) {
     ): Promise<SessionRecord> {
       // Expired sessions are the sweeper's to delete: a sign-in never waits on rows another caller holds.
       const [row] = await db.query(
-        `insert into auth_sessions (id_hash, subject, name, email, roles, scopes, id_token, expires_at, directory_key)
-         values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, now() + make_interval(secs => $8), $9)
+        `insert into auth_sessions
+           (id_hash, subject, name, email, roles, scopes, id_token, acr, amr, auth_time, expires_at, directory_key)
+         values ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10::timestamptz,
+                 now() + make_interval(secs => $11), $12)
          returning ${SESSION_COLUMNS}`,
         [
           idHash,
@@ -123,6 +135,9 @@ export function sessionRows(db: Queryable) {
           JSON.stringify(session.roles),
           JSON.stringify(session.scopes),
           session.idToken,
+          session.acr,
+          session.amr === null ? null : JSON.stringify(session.amr),
+          session.authTime?.toISOString() ?? null,
           ttlSeconds,
           session.directoryKey,
         ],

@@ -6,13 +6,17 @@ import { errors } from 'oidc-provider';
 import type { InteractionDetails } from 'oidc-provider';
 import type { Queryable } from '../../store/db.js';
 import { FIRST_PARTY_CLIENTS } from './clients.js';
+import { passkeyPage, SCRIPT_PAGE_POLICY } from './factorPages.js';
 import { consentPage, errorPage, loginPage, PAGE_POLICY } from './pages.js';
+import type { PasskeyService } from './passkeys.js';
+import { secondFactorRoutes, type SecondFactorKit } from './secondFactor.js';
+import { outcomeOf } from './signInMethods.js';
 import type { SigninThrottle } from './signinThrottle.js';
 import { verifyCredentials } from './users.js';
 
 const WRONG_CREDENTIALS = 'Wrong username or password.';
 const SLOWED_DOWN = `${WRONG_CREDENTIALS} After repeated failures each attempt is slowed down, and a few more lock sign-in for this username for a while.`;
-const tooManyAttempts = (seconds: number) =>
+export const tooManyAttempts = (seconds: number) =>
   `Too many failed sign-in attempts. Try again in ${seconds < 120 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`}.`;
 // Argon2 work is spent on every attempt; absurd inputs are rejected before that.
 const MAX_FIELD_LENGTH = 1024;
@@ -32,12 +36,72 @@ export function interactionRoutes(opts: {
   basePath: string;
   logger: Logger;
   throttle: SigninThrottle;
+  passkeys: PasskeyService;
+  /** The account page, where second factors are added. */
+  accountUrl: string;
 }): Router {
-  const { provider, db, basePath, logger, throttle } = opts;
+  const { provider, db, basePath, logger, throttle, passkeys } = opts;
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });
-  const actionFor = (uid: string, step: 'login' | 'confirm' | 'abort') =>
+  const actionFor = (uid: string, step: 'login' | 'confirm' | 'abort' | 'totp' | 'passkey') =>
     `${basePath}/interaction/${encodeURIComponent(uid)}/${step}`;
+  const assets = `${basePath}/assets`;
+
+  /**
+   * The sign-in page: the password form, whose second button leads to signing in with a passkey alone (its own page:
+   * this one stays free of scripts, and the same for every visitor).
+   */
+  async function renderLogin(
+    res: Response,
+    details: InteractionDetails,
+    status: number,
+    fields: { username?: string; error?: string } = {},
+  ): Promise<void> {
+    res
+      .status(status)
+      .set('Content-Security-Policy', PAGE_POLICY)
+      .type('html')
+      .send(
+        loginPage({
+          action: actionFor(details.uid, 'login'),
+          clientName: await clientName(details.params.client_id ?? ''),
+          passkeyChoice: true,
+          ...fields,
+        }),
+      );
+  }
+
+  /** Signing in with a passkey alone: a discoverable credential whose authenticator verifies its user. */
+  async function renderPasskey(res: Response, details: InteractionDetails, status: number, error?: string) {
+    res
+      .status(status)
+      .set('Content-Security-Policy', SCRIPT_PAGE_POLICY)
+      .type('html')
+      .send(
+        passkeyPage({
+          clientName: await clientName(details.params.client_id ?? ''),
+          passkey: {
+            action: actionFor(details.uid, 'passkey'),
+            options: await passkeys.authenticationOptions(details.uid),
+            assets,
+          },
+          passwordUrl: `${basePath}/interaction/${encodeURIComponent(details.uid)}`,
+          ...(error ? { error } : {}),
+        }),
+      );
+  }
+
+  /** Ends the interaction signed in with these methods: oidc-provider puts acr and amr into the tokens. */
+  async function finishLogin(req: Request, res: Response, subject: string, methods: string[], verifiedUser = false) {
+    const { acr, amr } = outcomeOf(methods, verifiedUser);
+    logger.info({ event: 'idp.login', sub: subject, acr, amr }, 'embedded IdP sign-in');
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: subject, acr, amr: [...amr] } },
+      { mergeWithLastSubmission: false },
+    );
+  }
 
   router.use('/interaction', (_req, res, next) => {
     res.set('Cache-Control', 'no-store');
@@ -48,10 +112,9 @@ export function interactionRoutes(opts: {
     const details = await currentInteraction(req, res);
     const clientId = details.params.client_id ?? '';
     if (details.prompt.name === 'login') {
-      res
-        .set('Content-Security-Policy', PAGE_POLICY)
-        .type('html')
-        .send(loginPage({ action: actionFor(details.uid, 'login'), clientName: await clientName(clientId) }));
+      const stage = secondFactor.stageOf(details);
+      if (stage) await secondFactor.show(req, res, details, stage);
+      else await renderLogin(res, details, 200);
       return;
     }
     if (details.prompt.name === 'consent') {
@@ -81,14 +144,11 @@ export function interactionRoutes(opts: {
     const body = (req.body ?? {}) as LoginForm;
     const username = typeof body.username === 'string' ? body.username.slice(0, MAX_FIELD_LENGTH) : '';
     const password = typeof body.password === 'string' ? body.password : '';
-    const retryLogin = (status: number, error: string) =>
-      clientName(details.params.client_id ?? '').then((name) =>
-        res
-          .status(status)
-          .set('Content-Security-Policy', PAGE_POLICY)
-          .type('html')
-          .send(loginPage({ action: actionFor(details.uid, 'login'), clientName: name, username, error })),
-      );
+    if ((req.body as { method?: unknown } | undefined)?.method === 'passkey') {
+      res.redirect(303, actionFor(details.uid, 'passkey'));
+      return;
+    }
+    const retryLogin = (status: number, error: string) => renderLogin(res, details, status, { username, error });
     // The verdict depends only on earlier failures for this name and address, never on whether the user exists.
     const verdict = await throttle.begin(username, req.ip);
     if (verdict.locked) {
@@ -108,13 +168,8 @@ export function interactionRoutes(opts: {
       return;
     }
     await throttle.succeeded(username, req.ip);
-    logger.info({ event: 'idp.login', sub: user.subject, clientId: details.params.client_id }, 'embedded IdP sign-in');
-    await provider.interactionFinished(
-      req,
-      res,
-      { login: { accountId: user.subject } },
-      { mergeWithLastSubmission: false },
-    );
+    if (await secondFactor.afterPassword(req, res, details, user.subject)) return;
+    await finishLogin(req, res, user.subject, ['pwd']);
   });
 
   router.post('/interaction/:uid/confirm', form, async (req, res) => {
@@ -132,9 +187,48 @@ export function interactionRoutes(opts: {
     );
   });
 
+  const kit: SecondFactorKit = {
+    provider,
+    db,
+    logger,
+    throttle,
+    passkeys,
+    accountUrl: opts.accountUrl,
+    assets,
+    actionFor,
+    pageOf: (uid) => `${basePath}/interaction/${encodeURIComponent(uid)}`,
+    currentInteraction,
+    clientName,
+    finishLogin,
+    renderLogin,
+    renderPasskey,
+  };
+  const secondFactor = secondFactorRoutes(router, kit);
+
   router.use('/interaction', (err: unknown, _req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) {
       next(err);
+      return;
+    }
+    // Bodies the forms could not have sent: too large (an oversized passkey answer), or unreadable.
+    const bodyError = (err as { type?: unknown; status?: unknown }).type;
+    if (
+      bodyError === 'entity.too.large' ||
+      bodyError === 'entity.parse.failed' ||
+      bodyError === 'charset.unsupported'
+    ) {
+      res
+        .status(bodyError === 'entity.too.large' ? 413 : 400)
+        .type('html')
+        .send(
+          errorPage({
+            title: 'Sign-in refused',
+            message:
+              bodyError === 'entity.too.large'
+                ? 'The form sent more than a sign-in ever needs, so it was not read. Go back and try again.'
+                : 'The form could not be read. Go back and try again.',
+          }),
+        );
       return;
     }
     if (err instanceof errors.SessionNotFound || err instanceof StaleInteraction || err instanceof UnexpectedPrompt) {
@@ -206,13 +300,13 @@ function requestedScopes(details: InteractionDetails): string[] {
   return [...scopes];
 }
 
-class StaleInteraction extends Error {
+export class StaleInteraction extends Error {
   constructor() {
     super('interaction cookie does not belong to this page');
   }
 }
 
-class UnexpectedPrompt extends Error {
+export class UnexpectedPrompt extends Error {
   constructor(prompt: string) {
     super(`unexpected interaction prompt ${prompt}`);
   }

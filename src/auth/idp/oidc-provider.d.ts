@@ -71,6 +71,10 @@ declare module 'oidc-provider' {
     readonly sessionUid?: string;
     readonly expiresWithSession?: boolean;
     readonly sid?: string;
+    /** How the user signed in (on codes and refresh tokens): `acr`, `amr` and `auth_time` in seconds. */
+    readonly acr?: string;
+    readonly amr?: string[];
+    readonly authTime?: number;
     /** Seconds the token lives from issue. */
     readonly expiration: number;
   }
@@ -121,6 +125,12 @@ declare module 'oidc-provider' {
         readonly authorizations?: Readonly<Record<string, unknown>>;
         sidFor(clientId: string): string | undefined;
       };
+      /** The current session's `acr` (the authorization endpoint). */
+      readonly acr?: string;
+      /** The requested claims: `acr_values` arrive here as `id_token.acr.values`, the claims parameter as given. */
+      readonly claims?: { id_token?: { acr?: { essential?: boolean; value?: string; values?: string[] } } };
+      /** What the interaction just finished with, on the request that resumes the authorization. */
+      readonly result?: UnknownObject;
     };
     body: unknown;
     type: string;
@@ -143,14 +153,48 @@ declare module 'oidc-provider' {
     readonly grantId?: string;
     readonly prompt: { name: string; reasons: string[]; details: PromptDetails };
     readonly params: UnknownObject & { client_id?: string; scope?: string };
-    readonly session?: { accountId: string; uid: string };
+    readonly session?: { accountId: string; uid: string; acr?: string; amr?: string[] };
+    /** What an interaction stored with `interactionResult` and has not finished with yet. */
+    readonly result?: UnknownObject;
   }
 
   export interface InteractionResults {
-    login?: { accountId: string; remember?: boolean; acr?: string; amr?: string[] };
+    login?: { accountId: string; remember?: boolean; acr?: string; amr?: string[]; ts?: number };
     consent?: { grantId?: string };
     error?: string;
     error_description?: string;
+    [key: string]: unknown;
+  }
+
+  /** The oidc-provider session behind the `session` cookie, as the documented `Session.get` returns it. */
+  export interface Session {
+    readonly jti: string;
+    readonly uid: string;
+    readonly accountId?: string;
+    readonly acr?: string;
+    readonly amr?: string[];
+    readonly loginTs?: number;
+  }
+
+  export namespace interactionPolicy {
+    class Check {
+      constructor(
+        reason: string,
+        description: string,
+        check: (ctx: KoaContextWithOIDC) => boolean | Promise<boolean>,
+        details?: (ctx: KoaContextWithOIDC) => UnknownObject,
+      );
+      static readonly REQUEST_PROMPT: true;
+      static readonly NO_NEED_TO_PROMPT: false;
+    }
+    interface Prompt {
+      readonly name: string;
+      readonly checks: { add(check: Check, index?: number): void; get(reason: string): Check | undefined };
+    }
+    interface Policy extends Array<Prompt> {
+      get(name: string): Prompt | undefined;
+    }
+    function base(): Policy;
   }
 
   export class Grant {
@@ -195,7 +239,11 @@ declare module 'oidc-provider' {
     conformIdTokenClaims?: boolean;
     pkce?: { required?: (ctx: KoaContextWithOIDC, client: Client) => boolean };
     ttl?: Record<string, number>;
-    interactions?: { url?: (ctx: KoaContextWithOIDC, interaction: { uid: string }) => string | Promise<string> };
+    interactions?: {
+      url?: (ctx: KoaContextWithOIDC, interaction: { uid: string }) => string | Promise<string>;
+      policy?: interactionPolicy.Policy;
+    };
+    acrValues?: string[];
     findAccount?: (ctx: KoaContextWithOIDC, sub: string, token?: BaseToken) => Promise<Account | undefined>;
     issueRefreshToken?: (ctx: KoaContextWithOIDC, client: Client, code: { scopes: Set<string> }) => Promise<boolean>;
     extraTokenClaims?: (ctx: KoaContextWithOIDC, token: BaseToken) => Promise<UnknownObject | undefined>;
@@ -241,6 +289,16 @@ declare module 'oidc-provider' {
     readonly AccessToken: AccessTokenConstructor;
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
+    /** Stores an interaction's result without finishing it; resolves to the URL that would resume it. */
+    interactionResult(
+      req: IncomingMessage,
+      res: ServerResponse,
+      result: InteractionResults,
+      options?: { mergeWithLastSubmission?: boolean },
+    ): Promise<string>;
+    /** A Koa context for a request outside oidc-provider's own routes (for `Session.get`). */
+    createContext(req: IncomingMessage, res: ServerResponse): unknown;
+    readonly Session: { get(ctx: unknown): Promise<Session> };
     interactionFinished(
       req: IncomingMessage,
       res: ServerResponse,

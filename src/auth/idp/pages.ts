@@ -52,7 +52,14 @@ ${body}
 </html>`;
 }
 
-export function loginPage(opts: { action: string; clientName: string; username?: string; error?: string }): string {
+/** `passkeyChoice`: a second button that leads to signing in with a passkey instead (its own page, which needs a script). */
+export function loginPage(opts: {
+  action: string;
+  clientName: string;
+  username?: string;
+  error?: string;
+  passkeyChoice?: boolean;
+}): string {
   const invalid = opts.error ? ' aria-invalid="true" aria-describedby="login-error"' : '';
   return layout(
     'Sign in',
@@ -65,7 +72,7 @@ ${opts.error ? `<p id="login-error" class="error" role="alert">${escapeHtml(opts
   <label for="password">Password</label>
   <input id="password" name="password" type="password" autocomplete="current-password" required${invalid}${opts.username ? ' autofocus' : ''}>
   <button type="submit">Sign in</button>
-</form>
+${opts.passkeyChoice ? '  <button type="submit" name="method" value="passkey" formnovalidate class="secondary">Use a passkey</button>\n' : ''}</form>
 <p class="hint">Development accounts: alice, bob and carol; the password is the username.</p>`,
   );
 }

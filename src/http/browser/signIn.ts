@@ -9,7 +9,7 @@ import {
   type SessionStore,
 } from '../../auth/sessions.js';
 import type { Config } from '../../config.js';
-import { ANONYMOUS } from '../../domain/policy.js';
+import { ANONYMOUS, parseAcrValues } from '../../domain/policy.js';
 import {
   authCookies,
   clientKey,
@@ -54,6 +54,28 @@ export function onPublicHost(req: Request, publicUrl: string): boolean {
   const expected = new URL(publicUrl);
   const seen = req.host ? URL.parse(`${expected.protocol}//${req.host}`) : null;
   return seen?.host === expected.host;
+}
+
+/** A day: longer than any session lives, so a larger max_age asks for nothing. */
+const MAX_AGE_LIMIT = 86_400;
+
+/**
+ * The step-up a sign-in asks the issuer for (RFC 9470 §4): `acr_values` (space-separated) and `max_age` (seconds), as
+ * a 401 insufficient_user_authentication challenge names them. Undefined fields were not asked for; null: malformed.
+ */
+export function stepUpOf(query: Request['query']): { acrValues?: string; maxAge?: number } | null {
+  const { acr_values: acrValues, max_age: maxAge } = query;
+  const wanted: { acrValues?: string; maxAge?: number } = {};
+  if (acrValues !== undefined) {
+    const values = typeof acrValues === 'string' ? parseAcrValues(acrValues) : null;
+    if (!values) return null;
+    wanted.acrValues = values.join(' ');
+  }
+  if (maxAge !== undefined) {
+    if (typeof maxAge !== 'string' || !/^\d{1,6}$/.test(maxAge) || Number(maxAge) > MAX_AGE_LIMIT) return null;
+    wanted.maxAge = Number(maxAge);
+  }
+  return wanted;
 }
 
 function page(res: Response, status: number, title: string, message: string, link?: { href: string; text: string }) {
@@ -113,11 +135,22 @@ export function createAuthRouter(deps: {
     if (returnTo === null) {
       return page(res, 400, 'Cannot sign in', 'returnTo must be a path on this site, such as /orders.');
     }
+    const stepUp = stepUpOf(req.query);
+    if (stepUp === null) {
+      return page(
+        res,
+        400,
+        'Cannot sign in',
+        `acr_values must be up to 10 space-separated values and max_age whole seconds up to ${MAX_AGE_LIMIT}, as a WWW-Authenticate challenge gives them.`,
+      );
+    }
     if (!onPublicHost(req, config.publicUrl)) {
       // Started on another name for this server (127.0.0.1 for localhost): the login cookie set here would never
-      // reach the callback on PUBLIC_URL. Go there first, carrying only the checked, normalised returnTo.
+      // reach the callback on PUBLIC_URL. Go there first, carrying only the checked, normalised parameters.
       const there = new URL('/auth/login', config.publicUrl);
       if (req.query.returnTo !== undefined) there.searchParams.set('returnTo', returnTo);
+      if (stepUp.acrValues !== undefined) there.searchParams.set('acr_values', stepUp.acrValues);
+      if (stepUp.maxAge !== undefined) there.searchParams.set('max_age', String(stepUp.maxAge));
       return res.redirect(303, there.href);
     }
     // Anyone can start a sign-in and each start stores a row, so starts spend their address's budget, as anonymous
@@ -127,7 +160,7 @@ export function createAuthRouter(deps: {
     if (!charge.allowed) return refuseSpentBudget(req, res, charge);
     let started;
     try {
-      started = await login.start();
+      started = await login.start(stepUp);
     } catch (error) {
       if (!(error instanceof IssuerUnavailable)) throw error;
       req.log.warn({ event: 'auth.login_unavailable', reason: error.reason }, 'browser sign-in cannot start');
@@ -209,6 +242,10 @@ export function createAuthRouter(deps: {
       email: user.email ?? null,
       roles: [...user.roles],
       scopes: [...user.scopes],
+      // How the person signed in, from the ID token: what step-up (RFC 9470) checks for staff changes.
+      acr: user.acr ?? null,
+      amr: user.amr ? [...user.amr] : null,
+      authTime: user.authTime === undefined ? null : new Date(user.authTime).toISOString(),
       expiresAt: expiresAt.toISOString(),
       // For a page script's sign-out (X-CSRF-Token); another site cannot read this answer.
       csrfToken: csrfTokenFor(id!),

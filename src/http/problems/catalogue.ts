@@ -30,6 +30,13 @@ export const PROBLEM_TYPES = {
     description:
       'The access token is valid but was not granted the scope this needs: orders:read for reads, orders:write for writes.',
   },
+  INSUFFICIENT_USER_AUTHENTICATION: {
+    status: 401,
+    title: 'Stronger sign-in required',
+    slug: 'insufficient-user-authentication',
+    description:
+      'This staff change needs a recent sign-in with a second factor (RFC 9470 step-up). Sign in again with the acr_values and max_age that WWW-Authenticate (and acrValues, maxAge) name, then retry.',
+  },
   FORBIDDEN: {
     status: 403,
     title: 'Forbidden',
@@ -294,8 +301,17 @@ export function problemInstance(target: string): string {
   return out;
 }
 
-/** An RFC 9457 problem details body for a code of the catalogue; `target` is the request's, as it was sent. */
-export function problemBody(code: ApiErrorCode, detail: string, target: string, invalid?: readonly InvalidField[]) {
+/**
+ * An RFC 9457 problem details body for a code of the catalogue; `target` is the request's, as it was sent, and
+ * `members` are its type's extension members.
+ */
+export function problemBody(
+  code: ApiErrorCode,
+  detail: string,
+  target: string,
+  invalid?: readonly InvalidField[],
+  members?: Readonly<Record<string, unknown>>,
+) {
   const type = PROBLEM_TYPES[code];
   return {
     type: problemTypeUri(code),
@@ -305,6 +321,7 @@ export function problemBody(code: ApiErrorCode, detail: string, target: string, 
     instance: problemInstance(target),
     code,
     ...(invalid ? { errors: invalid } : {}),
+    ...members,
     ...traceIdMember(),
   };
 }

@@ -81,6 +81,10 @@ export function formatError(
       extensions: {
         code: original.code,
         ...(original.details.invalid ? { invalid: original.details.invalid } : {}),
+        // RFC 9470's challenge parameters, for a client to sign in again with.
+        ...(original.details.stepUp
+          ? { acrValues: original.details.stepUp.acrValues, maxAge: original.details.stepUp.maxAge }
+          : {}),
         ...traceIdMember(),
       },
     };

@@ -11,7 +11,7 @@ export {
   type ApiErrorCode,
   type ProblemType,
 } from './catalogue.js';
-export { bearerChallenge, dpopChallenge } from './challenges.js';
+export { bearerChallenge, dpopChallenge, stepUpChallenge } from './challenges.js';
 export { clientError, codeOf, formatError, formatResult, isUnexpected, type ErrorPolicy } from './graphqlErrors.js';
 export { mediaTypeFor, responseMediaType, sendGraphqlError, type GraphqlMediaType } from './graphqlResponse.js';
 export { lastResort, routeNotFound } from './lastResort.js';

@@ -9,14 +9,19 @@ export function sendProblem(
   res: Response,
   code: ApiErrorCode,
   detail: string,
-  extra: { invalid?: readonly InvalidField[]; headers?: Record<string, string> } = {},
+  extra: {
+    invalid?: readonly InvalidField[];
+    headers?: Record<string, string>;
+    /** Extension members of the problem type (RFC 9457 §3.2). */
+    members?: Readonly<Record<string, unknown>>;
+  } = {},
 ): void {
   for (const [name, value] of Object.entries(extra.headers ?? {})) res.setHeader(name, value);
   res.setHeader('Cache-Control', 'no-store');
   res
     .status(PROBLEM_TYPES[code].status)
     .type('application/problem+json')
-    .send(JSON.stringify(problemBody(code, detail, req.originalUrl, extra.invalid)));
+    .send(JSON.stringify(problemBody(code, detail, req.originalUrl, extra.invalid, extra.members)));
 }
 
 /** The human page behind each problem type URI. */

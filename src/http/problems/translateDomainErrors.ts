@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { DomainError } from '../../domain/errors.js';
-import { bearerChallenge } from './challenges.js';
+import { bearerChallenge, stepUpChallenge } from './challenges.js';
 import { sendProblem } from './problemDetails.js';
 import { RETRY_LATER } from './unavailable.js';
 import { sendUnreadableProblem } from './unreadableRequests.js';
@@ -13,11 +13,16 @@ export function sendDomainProblem(req: Request, res: Response, error: DomainErro
     headers['WWW-Authenticate'] =
       `${bearerChallenge('insufficient_scope', error.message)}, scope="${error.details.scope ?? ''}"`;
   }
+  const { stepUp } = error.details;
+  if (error.code === 'INSUFFICIENT_USER_AUTHENTICATION' && stepUp) {
+    headers['WWW-Authenticate'] = stepUpChallenge(error.message, stepUp);
+  }
   if (error.code === 'IDEMPOTENCY_KEY_IN_USE') headers['Retry-After'] = '1';
   if (error.code === 'SERVICE_UNAVAILABLE') Object.assign(headers, RETRY_LATER);
   sendProblem(req, res, error.code, error.message, {
     headers,
     ...(error.details.invalid ? { invalid: error.details.invalid } : {}),
+    ...(stepUp ? { members: { acrValues: stepUp.acrValues, maxAge: stepUp.maxAge } } : {}),
   });
 }
 

@@ -131,6 +131,14 @@ export const Problem = documented(
       description:
         'The W3C trace id of the request, when the server runs with tracing on: quote it in a bug report to find the trace.',
     }).optional(),
+    acrValues: documented(z.string(), {
+      description:
+        'INSUFFICIENT_USER_AUTHENTICATION: the acr_values to sign in again with (space-separated), as in WWW-Authenticate.',
+    }).optional(),
+    maxAge: documented(z.number().int(), {
+      description: 'INSUFFICIENT_USER_AUTHENTICATION: the max_age (seconds) to sign in again with.',
+      minimum: 1,
+    }).optional(),
   }),
   { id: 'Problem' },
 );

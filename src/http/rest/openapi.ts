@@ -124,6 +124,7 @@ const BEFORE_THE_CHARGE: readonly ApiErrorCode[] = [...BEFORE_THE_APP, 'UNAUTHEN
 /** Headers that come with an error code wherever it is answered. */
 const HEADERS_OF: Partial<Record<ApiErrorCode, HeaderSet>> = {
   UNAUTHENTICATED: { 'WWW-Authenticate': 'WWWAuthenticate' },
+  INSUFFICIENT_USER_AUTHENTICATION: { 'WWW-Authenticate': 'WWWAuthenticate' },
   INSUFFICIENT_SCOPE: { 'WWW-Authenticate': 'WWWAuthenticate' },
   RATE_LIMITED: { 'Retry-After': 'RetryAfter' },
   IDEMPOTENCY_KEY_IN_USE: { 'Retry-After': 'RetryAfter' },
@@ -227,6 +228,8 @@ const CONDITIONAL_WRITE_ERRORS: readonly ApiErrorCode[] = [
   'NOT_FOUND',
   'PRECONDITION_FAILED',
   'PRECONDITION_REQUIRED',
+  // Staff changing someone else's order without a recent second factor (step-up, RFC 9470).
+  'INSUFFICIENT_USER_AUTHENTICATION',
 ];
 
 /** GET and HEAD of one order: a malformed id (not percent-encoded UTF-8) is 400, an unknown one 404. */
@@ -283,6 +286,7 @@ const paths = {
             'IDEMPOTENCY_KEY_IN_USE',
             'BAD_USER_INPUT',
             'IDEMPOTENCY_KEY_REUSED',
+            'INSUFFICIENT_USER_AUTHENTICATION',
           ],
           { extraHeaders: { UNSUPPORTED_MEDIA_TYPE: { 'Accept-Post': 'AcceptPost' } } },
         ),
@@ -346,7 +350,12 @@ const paths = {
       parameters: [ref('parameters/IfMatchOptional')],
       responses: {
         '204': { description: 'Deleted.', headers: successHeaders({ 'Cache-Control': 'CacheControl' }) },
-        ...errorResponses(['MALFORMED_REQUEST', 'NOT_FOUND', 'PRECONDITION_FAILED']),
+        ...errorResponses([
+          'MALFORMED_REQUEST',
+          'NOT_FOUND',
+          'PRECONDITION_FAILED',
+          'INSUFFICIENT_USER_AUTHENTICATION',
+        ]),
       },
     },
   },

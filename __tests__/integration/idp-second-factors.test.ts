@@ -1,0 +1,380 @@
+import assert from 'node:assert/strict';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
+import { SIGNIN_LIMITS } from '../../src/auth/idp/signinThrottle.js';
+import { formAction, totpCode } from '../helpers/secondFactor.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { SoftAuthenticator, webauthnOptions } from '../helpers/softAuthenticator.js';
+import { location, WebClient } from '../helpers/webClient.js';
+
+const MFA = 'urn:orders:acr:mfa';
+const CAROL = DEMO_TOTP_SECRETS.carol!;
+
+interface SessionInfo {
+  sub: string;
+  acr: string | null;
+  amr: string[] | null;
+}
+type CreationOptions = Parameters<SoftAuthenticator['register']>[0];
+type RequestOptions = Parameters<SoftAuthenticator['assert']>[0];
+
+/** The text of a page's alert (the error it shows), or null. */
+const alertOf = (html: string) => /role="alert">([^<]*)</.exec(html)?.[1]?.replace(/&#39;/g, "'") ?? null;
+
+describe('the embedded IdP’s second factors refuse bad input clearly, and lock out no one else', () => {
+  let server: TestServer;
+  let base: string;
+  let rp: string;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    base = server.running.publicUrl;
+    rp = new URL(base).origin;
+  });
+  afterAll(() => server.close());
+
+  /** Follows redirects until a page answers; a redirect to the app's callback is taken, making the session. */
+  async function settle(browser: WebClient, res: Response): Promise<Response> {
+    for (let step = 0; step < 12 && res.status >= 300 && res.status < 400; step++)
+      res = await browser.get(location(res));
+    return res;
+  }
+
+  /** /auth/login (with a step-up query) as far as the IdP's first page. */
+  async function startAt(browser: WebClient, query = ''): Promise<Response> {
+    return settle(browser, await browser.get(`${base}/auth/login${query}`));
+  }
+
+  async function password(browser: WebClient, page: Response, user: string): Promise<Response> {
+    const action = formAction(await page.clone().text(), page.url, 'login');
+    assert.ok(action, 'a sign-in form');
+    return settle(browser, await browser.post(action, { username: user, password: user }));
+  }
+
+  /** At the TOTP step of a sign-in asking for the MFA level. */
+  async function atTotpStep(user: string): Promise<{ browser: WebClient; action: URL }> {
+    const browser = new WebClient();
+    const page = await password(browser, await startAt(browser, `?acr_values=${MFA}`), user);
+    const action = formAction(await page.text(), page.url, 'totp');
+    assert.ok(action, `${user} is asked for a code`);
+    return { browser, action };
+  }
+
+  const sessionOf = async (browser: WebClient) => {
+    const res = await browser.get(`${base}/auth/session`);
+    return res.status === 200 ? ((await res.json()) as SessionInfo) : null;
+  };
+
+  async function signedInWithPassword(user: string): Promise<WebClient> {
+    const browser = new WebClient();
+    const home = await password(browser, await startAt(browser), user);
+    assert.equal(home.status, 200);
+    assert.equal((await sessionOf(browser))?.sub, user);
+    return browser;
+  }
+
+  const accountPage = async (browser: WebClient) => {
+    const res = await browser.get(`${base}/idp/account`);
+    const html = await res.text();
+    return { res, html, csrf: /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '' };
+  };
+
+  describe('TOTP', () => {
+    test('alice enrols an authenticator app on the account page: a QR code and the secret, confirmed by a code', async () => {
+      const browser = await signedInWithPassword('alice');
+      const { res, html, csrf } = await accountPage(browser);
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-security-policy')!, /script-src 'self'/);
+      assert.match(html, /<div class="qr" data-testid="totp-qr"><svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+      const secret = /data-testid="totp-secret">([A-Z2-7]+)</.exec(html)![1]!;
+      const form = { csrf, secret };
+      const wrong = await browser.post(`${base}/idp/account/totp`, { ...form, code: '000000' }, { origin: rp });
+      assert.equal(wrong.status, 401);
+      assert.match(alertOf(await wrong.text())!, /^That code does not match the new secret/);
+      const on = await browser.post(
+        `${base}/idp/account/totp`,
+        { ...form, code: await totpCode(secret) },
+        { origin: rp },
+      );
+      assert.equal(on.status, 200);
+      assert.match(await on.text(), /data-testid="totp-state">On:/);
+
+      // The code that confirmed the secret is spent; the next one signs alice in with two factors.
+      const { browser: next, action } = await atTotpStep('alice');
+      const done = await settle(next, await next.post(action, { code: await totpCode(secret, 1) }));
+      assert.equal(done.status, 200);
+      assert.deepEqual(await sessionOf(next), { ...(await sessionOf(next))!, acr: MFA, amr: ['pwd', 'otp', 'mfa'] });
+    });
+
+    test('a wrong code is refused with the form again, and no session', async () => {
+      const { browser, action } = await atTotpStep('alice');
+      for (const code of ['123456', '12345', 'abcdef', '1'.repeat(17), '']) {
+        const res = await browser.post(action, { code });
+        assert.equal(res.status, 401, code);
+        const html = await res.text();
+        assert.equal(alertOf(html), 'Wrong code. Enter the 6 digits your authenticator app shows now.');
+        assert.ok(formAction(html, res.url, 'totp'), 'the form is shown again');
+      }
+      assert.equal(await sessionOf(browser), null);
+    });
+
+    test('8 sign-ins send one code at once: one signs in, seven are told it was already used; sent again later, it is refused too', async () => {
+      const attempts = await Promise.all(Array.from({ length: 8 }, () => atTotpStep('carol')));
+      const code = await totpCode(CAROL);
+      const answers = await Promise.all(attempts.map(({ browser, action }) => browser.post(action, { code })));
+      assert.deepEqual(answers.map((r) => r.status).sort(), [303, 401, 401, 401, 401, 401, 401, 401]);
+      for (const res of answers.filter((r) => r.status === 401)) {
+        assert.equal(
+          alertOf(await res.text()),
+          'This code was already used. Wait for the next code in your authenticator app.',
+        );
+      }
+      const winner = attempts[answers.findIndex((r) => r.status === 303)]!;
+      await settle(
+        winner.browser,
+        answers.find((r) => r.status === 303)!,
+      );
+      assert.deepEqual((await sessionOf(winner.browser))?.amr, ['pwd', 'otp', 'mfa']);
+
+      const replay = await atTotpStep('carol');
+      const again = await replay.browser.post(replay.action, { code });
+      assert.equal(again.status, 401);
+      assert.equal(
+        alertOf(await again.text()),
+        'This code was already used. Wait for the next code in your authenticator app.',
+      );
+    });
+  });
+
+  describe('passkeys', () => {
+    const bob = new SoftAuthenticator('');
+
+    beforeAll(() => {
+      Object.assign(bob, { origin: rp });
+    });
+
+    /** Bob's sign-in page (or second-factor page), its options, and where the answer goes. */
+    async function passkeyStep(query = '', user?: string) {
+      const browser = new WebClient();
+      let page = await startAt(browser, query);
+      if (user) page = await password(browser, page, user);
+      else {
+        // The sign-in page's second button: a passkey instead of the password.
+        const login = formAction(await page.text(), page.url, 'login')!;
+        page = await settle(browser, await browser.post(login, { method: 'passkey' }));
+      }
+      const html = await page.text();
+      const action = formAction(html, page.url, 'passkey');
+      assert.ok(action, 'a passkey form');
+      return { browser, action, options: webauthnOptions<RequestOptions>(html) };
+    }
+
+    test('a client that insists on the MFA level (essential acr) and an account without a second factor: unmet_authentication_requirements', async () => {
+      const browser = new WebClient();
+      const claims = JSON.stringify({ id_token: { acr: { essential: true, values: [MFA] } } });
+      const authorize = new URL(`${server.running.app.issuer}/auth`);
+      authorize.search = new URLSearchParams({
+        client_id: 'orders-mobile',
+        response_type: 'code',
+        redirect_uri: 'http://127.0.0.1/callback',
+        scope: 'openid',
+        state: 'essential',
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+        claims,
+      }).toString();
+      let res = await settle(browser, await browser.get(authorize));
+      res = await browser.post(formAction(await res.text(), res.url, 'login')!, { username: 'bob', password: 'bob' });
+      for (let step = 0; step < 8 && location(res).host !== '127.0.0.1'; step++) res = await browser.get(location(res));
+      const back = location(res);
+      assert.equal(back.searchParams.get('error'), 'unmet_authentication_requirements');
+      assert.equal(back.searchParams.get('state'), 'essential');
+    });
+
+    test('bob registers a passkey on the account page, which refuses a foreign Origin, a wrong token and — once he has a factor — another change from his password-only session', async () => {
+      const stranger = await new WebClient().get(`${base}/idp/account`);
+      assert.equal(stranger.status, 401);
+      assert.match(await stranger.text(), /href="http:\/\/localhost:\d+\/auth\/login\?returnTo=%2Fidp%2Faccount"/);
+
+      const browser = await signedInWithPassword('bob');
+      const { html, csrf } = await accountPage(browser);
+      const secret = /data-testid="totp-secret">([A-Z2-7]+)</.exec(html)![1]!;
+      const options = webauthnOptions<CreationOptions>(html);
+      assert.equal(options.rp.id, new URL(base).hostname);
+      const refuse = async (form: Record<string, string>, origin: string, message: string) => {
+        const res = await browser.post(`${base}/idp/account/passkeys`, form, { origin });
+        assert.equal(res.status, 403, message);
+        assert.ok((await res.text()).includes(`<p>${message}</p>`), message);
+      };
+      await refuse({ csrf, response: '{}' }, 'http://evil.example', 'This form must be sent from this site.');
+      await refuse(
+        { csrf: 'forged', response: '{}' },
+        rp,
+        'This form is out of date or did not come from your account page. Open the page again.',
+      );
+
+      const res = await browser.post(
+        `${base}/idp/account/passkeys`,
+        { csrf, response: bob.register(options) },
+        { origin: rp },
+      );
+      const page = await res.text();
+      assert.equal(res.status, 200, alertOf(page) ?? '');
+      assert.match(page, /data-testid="message">The passkey is registered\./);
+      assert.match(page, /data-testid="passkey-count">1 registered\./);
+      // The page now asks him to verify first, and the forms of the page he had are refused.
+      assert.match(
+        page,
+        /To add or replace a factor, first <a href="[^"]+acr_values=urn%3Aorders%3Aacr%3Amfa">verify with a second factor<\/a>/,
+      );
+      const totp = await browser.post(
+        `${base}/idp/account/totp`,
+        { csrf, secret, code: await totpCode(secret) },
+        { origin: rp },
+      );
+      assert.equal(totp.status, 403);
+      assert.match(await totp.text(), /<p>Verify with your second factor before you change your factors\.<\/p>/);
+    });
+
+    test('he signs in with it alone (user verified): acr MFA, amr hwk user mfa', async () => {
+      const { browser, action, options } = await passkeyStep();
+      assert.deepEqual(options.rpId, new URL(base).hostname);
+      const done = await settle(browser, await browser.post(action, { response: bob.assert(options) }));
+      assert.equal(done.status, 200);
+      const session = await sessionOf(browser);
+      assert.equal(session?.sub, 'bob');
+      assert.equal(session?.acr, MFA);
+      assert.deepEqual(session?.amr, ['hwk', 'user', 'mfa']);
+    });
+
+    test('and as the second factor after his password: amr pwd hwk user mfa', async () => {
+      const { browser, action, options } = await passkeyStep(`?acr_values=${MFA}`, 'bob');
+      const done = await settle(browser, await browser.post(action, { response: bob.assert(options) }));
+      assert.equal(done.status, 200);
+      assert.deepEqual((await sessionOf(browser))?.amr, ['pwd', 'hwk', 'user', 'mfa']);
+    });
+
+    test.each([
+      [
+        'the wrong origin',
+        { origin: 'http://evil.example:4000' },
+        /^The passkey answer could not be verified: Unexpected authentication response origin/,
+      ],
+      ['the wrong RP ID', { rpId: 'evil.example' }, /^The passkey answer could not be verified: Unexpected RP ID hash/],
+      [
+        'a counter going backwards',
+        { counter: 1 },
+        /^The passkey answer could not be verified: Response counter value 1 was lower than expected/,
+      ],
+      [
+        'no user verification, alone',
+        { userVerified: false },
+        /^The passkey answer could not be verified: User verification required/,
+      ],
+      [
+        'another challenge',
+        { challenge: 'bm90LWEtY2hhbGxlbmdl' },
+        /^This passkey answer is for a challenge that has expired or was already used\.$/,
+      ],
+    ])('an assertion with %s is refused (401, the reason on the page, no session)', async (_name, bent, reason) => {
+      const { browser, action, options } = await passkeyStep();
+      const res = await browser.post(action, { response: bob.assert(options, bent) });
+      assert.equal(res.status, 401);
+      const html = await res.text();
+      assert.match(alertOf(html)!, reason);
+      assert.ok(formAction(html, res.url, 'passkey'), 'the passkey page again');
+      assert.match(html, /<h1>Sign in with a passkey<\/h1>/);
+      assert.equal(await sessionOf(browser), null);
+    });
+
+    test('a replayed challenge: the assertion that signed bob in, sent again, is refused; so is one for another sign-in', async () => {
+      const first = await passkeyStep();
+      const answer = bob.assert(first.options);
+      await settle(first.browser, await first.browser.post(first.action, { response: answer }));
+      assert.equal((await sessionOf(first.browser))?.sub, 'bob');
+
+      const again = await passkeyStep();
+      const replayed = await again.browser.post(again.action, { response: answer });
+      assert.equal(replayed.status, 401);
+      assert.equal(
+        alertOf(await replayed.text()),
+        'This passkey answer is for a challenge that has expired or was already used.',
+      );
+
+      // An answer to this sign-in's own challenge, posted to another sign-in.
+      const other = await passkeyStep();
+      const crossed = await other.browser.post(other.action, { response: bob.assert(again.options) });
+      assert.equal(crossed.status, 401);
+      assert.equal(alertOf(await crossed.text()), 'This passkey answer belongs to another sign-in.');
+    });
+
+    test('malformed and unknown answers are refused clearly', async () => {
+      const stranger = new SoftAuthenticator(rp);
+      for (const [response, status, reason] of [
+        ['{', 401, 'The passkey answer is not JSON.'],
+        ['{"id":"x"}', 401, 'The passkey answer is not a WebAuthn credential (rawId).'],
+        ['', 400, 'The passkey sent no answer (passkeys need JavaScript in the browser).'],
+      ] as const) {
+        const { browser, action } = await passkeyStep();
+        const res = await browser.post(action, { response });
+        assert.equal(res.status, status, response);
+        assert.equal(alertOf(await res.text()), reason);
+      }
+      const { browser, action, options } = await passkeyStep();
+      const res = await browser.post(action, { response: stranger.assert(options) });
+      assert.equal(res.status, 401);
+      assert.equal(alertOf(await res.text()), 'This passkey is not registered for this account.');
+    });
+
+    test('an oversized attestation is refused unread (413): past the size of any answer, and past the body limit', async () => {
+      // Bob signs in with his passkey, so the account page lets him add another.
+      const { browser, action, options } = await passkeyStep();
+      await settle(browser, await browser.post(action, { response: bob.assert(options) }));
+      const { html, csrf } = await accountPage(browser);
+      const creation = webauthnOptions<CreationOptions>(html);
+      const mallory = new SoftAuthenticator(rp);
+      for (const [padding, reason] of [
+        [8 * 1024, /role="alert">The passkey answer is larger than any passkey sends\.</],
+        [100 * 1024, /The form sent more than adding a factor ever needs, so it was not read\./],
+      ] as const) {
+        const res = await browser.post(
+          `${base}/idp/account/passkeys`,
+          { csrf, response: mallory.register(creation, { padding }) },
+          { origin: rp },
+        );
+        assert.equal(res.status, 413, String(padding));
+        assert.match(await res.text(), reason);
+      }
+      assert.match((await accountPage(browser)).html, /data-testid="passkey-count">1 registered\./);
+    });
+
+    test(`${SIGNIN_LIMITS.user.lockAfter} wrong codes lock bob’s authenticator app (429, even for the right code); alice, carol and bob’s other factors still sign in`, async () => {
+      // Bob adds an authenticator app from a session that used his passkey.
+      const step = await passkeyStep();
+      await settle(step.browser, await step.browser.post(step.action, { response: bob.assert(step.options) }));
+      const { html, csrf } = await accountPage(step.browser);
+      const secret = /data-testid="totp-secret">([A-Z2-7]+)</.exec(html)![1]!;
+      const on = await step.browser.post(
+        `${base}/idp/account/totp`,
+        { csrf, secret, code: await totpCode(secret) },
+        { origin: rp },
+      );
+      assert.equal(on.status, 200);
+
+      const { browser, action } = await atTotpStep('bob');
+      for (let attempt = 1; attempt <= SIGNIN_LIMITS.user.lockAfter; attempt++) {
+        const res = await browser.post(action, { code: '000000' });
+        assert.equal(res.status, 401, `attempt ${attempt}`);
+      }
+      const locked = await browser.post(action, { code: await totpCode(secret, 1) });
+      assert.equal(locked.status, 429);
+      assert.match(locked.headers.get('retry-after')!, /^\d+$/);
+      assert.match(alertOf(await locked.text())!, /^Too many wrong codes\. Try again in \d+ (seconds|minutes)\.$/);
+
+      for (const user of ['alice', 'bob', 'carol']) await signedInWithPassword(user);
+      const alone = await passkeyStep();
+      await settle(alone.browser, await alone.browser.post(alone.action, { response: bob.assert(alone.options) }));
+      assert.equal((await sessionOf(alone.browser))?.acr, MFA);
+    });
+  });
+});

@@ -1,0 +1,195 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type Provider from 'oidc-provider';
+import type { Session } from 'oidc-provider';
+import type { Logger } from 'pino';
+import { ACR } from '../../domain/policy.js';
+import type { Queryable } from '../../store/db.js';
+import { credentialsOf } from '../../store/idpFactors.js';
+import { accountPage, notSignedInPage, SCRIPT_PAGE_POLICY } from './factorPages.js';
+import { errorPage, PAGE_POLICY } from './pages.js';
+import { MAX_RESPONSE_CHARS, PasskeyRefused, type PasskeyService } from './passkeys.js';
+import { confirmEnrolment, hasTotp, newEnrolment } from './totp.js';
+import { findUserBySubject } from './users.js';
+
+const SECRET = /^[A-Z2-7]{16,128}$/;
+
+/**
+ * The IdP's account page (`/account`): who is signed in at the IdP, and where second factors are added — an
+ * authenticator app (TOTP, shown as a QR code and its secret) and passkeys. An account that already has a factor
+ * changes them only from a session that used one. Forms carry a token bound to the IdP session (its cookie's id,
+ * which another site cannot read) and must come from this origin.
+ */
+export function accountRoutes(opts: {
+  provider: Provider;
+  db: Queryable;
+  passkeys: PasskeyService;
+  logger: Logger;
+  basePath: string;
+  /** The IdP's origin: account forms come from nowhere else. */
+  origin: string;
+  /** The app's public URL, whose /auth/login signs in (and steps up) at this IdP. */
+  publicUrl: string;
+  /** Keys the CSRF tokens (the IdP's cookie keys). */
+  secret: string;
+}): Router {
+  const { provider, db, passkeys, logger, basePath } = opts;
+  const router = express.Router();
+  const codeForm = express.urlencoded({ extended: false, limit: '1kb', parameterLimit: 5 });
+  const passkeyForm = express.urlencoded({ extended: false, limit: MAX_RESPONSE_CHARS * 3 + 1024, parameterLimit: 5 });
+  const accountPath = `${basePath}/account`;
+  const actions = { totp: `${accountPath}/totp`, passkeys: `${accountPath}/passkeys` };
+  const signInUrl = (stepUp: boolean) => {
+    const url = new URL('/auth/login', opts.publicUrl);
+    url.searchParams.set('returnTo', accountPath);
+    if (stepUp) url.searchParams.set('acr_values', ACR.mfa);
+    return url.href;
+  };
+  const csrfFor = (session: Session) =>
+    createHmac('sha256', opts.secret).update(`account:${session.jti}`).digest('base64url');
+
+  async function sessionOf(req: Request, res: Response): Promise<Session | null> {
+    const session = await provider.Session.get(provider.createContext(req, res));
+    return session.accountId ? session : null;
+  }
+
+  async function render(
+    req: Request,
+    res: Response,
+    session: Session,
+    status = 200,
+    notice: { message?: string; error?: string } = {},
+  ) {
+    const subject = session.accountId!;
+    const [user, totpEnrolled, keys] = await Promise.all([
+      findUserBySubject(db, subject),
+      hasTotp(db, subject),
+      credentialsOf(db, subject),
+    ]);
+    const mayChange = (!totpEnrolled && keys.length === 0) || session.acr === ACR.mfa;
+    const username = user?.username ?? subject;
+    res
+      .status(status)
+      .set({ 'Content-Security-Policy': SCRIPT_PAGE_POLICY, 'Cache-Control': 'no-store' })
+      .type('html')
+      .send(
+        accountPage({
+          name: user?.name ?? subject,
+          username,
+          csrf: csrfFor(session),
+          actions,
+          assets: `${basePath}/assets`,
+          totpEnrolled,
+          passkeyCount: keys.length,
+          ...(mayChange
+            ? {
+                enrolment: await newEnrolment(username),
+                registration: await passkeys.registrationOptions({ subject, username, name: user?.name ?? subject }),
+              }
+            : { verifyFirstUrl: signInUrl(true) }),
+          ...notice,
+        }),
+      );
+  }
+
+  /** The signed-in session a form may change factors for: right origin, right token, allowed to change them. */
+  async function formSession(req: Request, res: Response): Promise<Session | null> {
+    const origin = req.headers.origin;
+    const token = (req.body as { csrf?: unknown } | undefined)?.csrf;
+    const session = await sessionOf(req, res);
+    const refuse = (status: number, message: string) => {
+      res
+        .status(status)
+        .set('Content-Security-Policy', PAGE_POLICY)
+        .type('html')
+        .send(errorPage({ title: 'Not changed', message, link: { href: accountPath, text: 'Back to your account' } }));
+      return null;
+    };
+    if (origin !== undefined && origin !== opts.origin) return refuse(403, 'This form must be sent from this site.');
+    if (!session) return refuse(401, 'You are not signed in to the identity provider any more.');
+    const expected = Buffer.from(csrfFor(session));
+    const given = Buffer.from(typeof token === 'string' ? token : '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      return refuse(403, 'This form is out of date or did not come from your account page. Open the page again.');
+    }
+    const subject = session.accountId!;
+    const hasFactor = (await hasTotp(db, subject)) || (await credentialsOf(db, subject)).length > 0;
+    if (hasFactor && session.acr !== ACR.mfa) {
+      return refuse(403, 'Verify with your second factor before you change your factors.');
+    }
+    return session;
+  }
+
+  router.get('/account', async (req, res) => {
+    const session = await sessionOf(req, res);
+    if (!session) {
+      res
+        .status(401)
+        .set('Content-Security-Policy', PAGE_POLICY)
+        .type('html')
+        .send(notSignedInPage(signInUrl(false)));
+      return;
+    }
+    await render(req, res, session);
+  });
+
+  router.post('/account/totp', codeForm, async (req, res) => {
+    const session = await formSession(req, res);
+    if (!session) return;
+    const { secret, code } = (req.body ?? {}) as { secret?: unknown; code?: unknown };
+    if (typeof secret !== 'string' || !SECRET.test(secret) || typeof code !== 'string') {
+      return render(req, res, session, 400, { error: 'The form was incomplete; scan the new code and try again.' });
+    }
+    if (!(await confirmEnrolment(db, session.accountId!, secret, code.slice(0, 16)))) {
+      return render(req, res, session, 401, {
+        error: 'That code does not match the new secret. Scan the new QR code below and enter the code it shows.',
+      });
+    }
+    logger.info({ event: 'idp.totp_enrolled', sub: session.accountId }, 'embedded IdP authenticator app enrolled');
+    await render(req, res, session, 200, { message: 'The authenticator app is on.' });
+  });
+
+  router.post('/account/passkeys', passkeyForm, async (req, res) => {
+    const session = await formSession(req, res);
+    if (!session) return;
+    const raw = (req.body as { response?: unknown }).response;
+    try {
+      if (typeof raw !== 'string' || raw === '') {
+        throw new PasskeyRefused('The passkey sent no answer (passkeys need JavaScript in the browser).');
+      }
+      await passkeys.register(session.accountId!, raw);
+    } catch (error) {
+      if (!(error instanceof PasskeyRefused)) throw error;
+      logger.info({ event: 'idp.passkey_refused', reason: error.message }, 'embedded IdP passkey registration refused');
+      return render(req, res, session, /larger than/.test(error.message) ? 413 : 400, { error: error.message });
+    }
+    logger.info({ event: 'idp.passkey_registered', sub: session.accountId }, 'embedded IdP passkey registered');
+    await render(req, res, session, 200, { message: 'The passkey is registered.' });
+  });
+
+  router.use('/account', (err: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(err);
+    const type = (err as { type?: unknown }).type;
+    const tooLarge = type === 'entity.too.large';
+    if (!tooLarge && type !== 'entity.parse.failed' && type !== 'charset.unsupported') {
+      logger.error({ err }, 'embedded IdP account page failed');
+    }
+    res
+      .status(tooLarge ? 413 : type ? 400 : 500)
+      .set('Content-Security-Policy', PAGE_POLICY)
+      .type('html')
+      .send(
+        errorPage({
+          title: 'Not changed',
+          message: tooLarge
+            ? 'The form sent more than adding a factor ever needs, so it was not read.'
+            : type
+              ? 'The form could not be read.'
+              : 'Something went wrong; nothing was changed.',
+          link: { href: accountPath, text: 'Back to your account' },
+        }),
+      );
+  });
+
+  return router;
+}
