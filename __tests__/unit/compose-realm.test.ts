@@ -167,7 +167,7 @@ describe('the production compose stack and its Keycloak realm agree with the app
     assert.equal(two.amr['default.reference.value'], 'otp');
   });
 
-  test('every client gets acr, amr and auth_time in its access and ID tokens; carol has the README’s TOTP secret', () => {
+  test('every client that signs people in gets acr, amr and auth_time in its access and ID tokens; carol has the README’s TOTP secret', () => {
     const scope = realm.clientScopes.find((s) => s.name === 'orders-sign-in')!;
     assert.deepEqual(
       scope.protocolMappers!.map((m) => [m.protocolMapper, m.config['access.token.claim'], m.config['id.token.claim']]),
@@ -178,7 +178,17 @@ describe('the production compose stack and its Keycloak realm agree with the app
       ],
     );
     assert.equal(scope.protocolMappers![2]!.config['user.session.note'], 'AUTH_TIME');
-    for (const c of realm.clients) assert.ok(c.defaultClientScopes.includes('orders-sign-in'), c.clientId);
+    // The directory's client-credentials client signs nobody in: it has no acr, amr or auth_time to carry.
+    const signIn = realm.clients.filter((c) => c.standardFlowEnabled);
+    assert.deepEqual(
+      signIn.map((c) => c.clientId),
+      ['orders-web', 'orders-mobile'],
+    );
+    for (const c of signIn) assert.ok(c.defaultClientScopes.includes('orders-sign-in'), c.clientId);
+    for (const c of realm.clients.filter((c) => !c.standardFlowEnabled)) {
+      assert.equal(c.serviceAccountsEnabled, true, c.clientId);
+      assert.ok(!c.defaultClientScopes.includes('orders-sign-in'), c.clientId);
+    }
     const otp = realm.users.find((u) => u.username === 'carol')!.credentials.find((c) => c.type === 'otp')!;
     // Keycloak keeps the raw secret; authenticator apps (and the embedded IdP) get its Base32.
     const raw = (JSON.parse(otp.secretData!) as { value: string }).value;
