@@ -110,7 +110,10 @@ export interface components {
             traceId?: string;
             /** @description INSUFFICIENT_USER_AUTHENTICATION: the acr_values to sign in again with (space-separated), as in WWW-Authenticate. */
             acrValues?: string;
-            /** @description INSUFFICIENT_USER_AUTHENTICATION: the max_age (seconds) to sign in again with. */
+            /**
+             * Format: int32
+             * @description INSUFFICIENT_USER_AUTHENTICATION: the max_age (seconds) to sign in again with.
+             */
             maxAge?: number;
         };
     };

@@ -137,7 +137,9 @@ export const Problem = documented(
     }).optional(),
     maxAge: documented(z.number().int(), {
       description: 'INSUFFICIENT_USER_AUTHENTICATION: the max_age (seconds) to sign in again with.',
+      format: 'int32',
       minimum: 1,
+      maximum: 86_400,
     }).optional(),
   }),
   { id: 'Problem' },
