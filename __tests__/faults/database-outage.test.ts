@@ -11,6 +11,7 @@ import { openPostgres } from '../../src/store/postgres.js';
 import { startPostgres, type PostgresCluster } from '../helpers/infra.js';
 import { eventually, startLoad, type Send } from '../helpers/load.js';
 import { startReplica, type Replica } from '../helpers/replica.js';
+import { ERROR_SCHEMA, SCIM_TOKEN } from '../helpers/scim.js';
 
 /** A gauge's value from the replica's /metrics. */
 async function gauge(replica: Replica, name: string): Promise<number> {
@@ -41,7 +42,7 @@ describe('PostgreSQL stopped under load', () => {
   let auth: string;
   let orderId: string;
   beforeAll(async () => {
-    replica = await startReplica({ DATABASE_URL: pg.url });
+    replica = await startReplica({ DATABASE_URL: pg.url, SCIM_TOKEN });
     const { accessToken } = await loginWithPkce({ issuer: `${replica.url}/idp`, username: 'alice', password: 'alice' });
     auth = `Bearer ${accessToken}`;
     const res = await request(replica.url)
@@ -129,6 +130,25 @@ describe('PostgreSQL stopped under load', () => {
         const { errors } = res.body as { errors: { extensions: { code: string } }[] };
         assert.ok(errors.length > 0);
         for (const e of errors) assert.equal(e.extensions.code, 'SERVICE_UNAVAILABLE');
+      });
+    // The browser's sign-in (a page for a person) and the directory's SCIM calls need the database too: 503 in their
+    // own formats.
+    await request(replica.url)
+      .get('/auth/login')
+      .expect(503)
+      .expect('retry-after', '1')
+      .expect('content-type', 'text/html; charset=utf-8')
+      .expect((res) => assert.match(res.text, /<title>Sign-in is unavailable/));
+    await request(replica.url)
+      .get('/scim/v2/Users')
+      .set('authorization', `Bearer ${SCIM_TOKEN}`)
+      .expect(503)
+      .expect('retry-after', '1')
+      .expect('content-type', 'application/scim+json; charset=utf-8')
+      .expect((res) => {
+        const body = res.body as { schemas: string[]; status: string };
+        assert.deepEqual(body.schemas, [ERROR_SCHEMA]);
+        assert.equal(body.status, '503');
       });
     // The outage itself is the scenario: it lasts a fixed time, whatever the load does meanwhile.
     await new Promise((r) => setTimeout(r, OUTAGE_MS - (Date.now() - down)));

@@ -21,7 +21,14 @@ import {
   type Charge,
   type RateBudget,
 } from '../middleware/index.js';
-import { bearerChallenge, sendProblem, unreadableRequest } from '../problems/index.js';
+import {
+  bearerChallenge,
+  isUnavailable,
+  RETRY_LATER,
+  sendProblem,
+  UNAVAILABLE_STATUS,
+  unreadableRequest,
+} from '../problems/index.js';
 
 const SIGN_IN_AGAIN = { href: '/auth/login', text: 'Sign in again' };
 /** Points a sign-in start spends from its address's rate budget: it stores a row, so it is priced as a REST write. */
@@ -288,6 +295,20 @@ export function createAuthRouter(deps: {
   router.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     // A body the sign-out form could not have sent (too large, wrong charset) is the client's error, not ours.
     if (res.headersSent || unreadableRequest(error, '1kb')) return next(error);
+    // The database (sessions, login attempts) is down: the server's condition, 503 with Retry-After as everywhere.
+    if (isUnavailable(error)) {
+      req.log.warn(
+        { event: 'auth.login_unavailable', reason: 'database' },
+        'browser sign-in cannot reach the database',
+      );
+      res.set(RETRY_LATER);
+      return page(
+        res,
+        UNAVAILABLE_STATUS,
+        'Sign-in is unavailable',
+        'The service cannot reach its database. Please try again in a moment.',
+      );
+    }
     req.log.error({ err: error }, 'browser sign-in failed');
     page(res, 500, 'Something went wrong', `Sign-in failed unexpectedly; quote request id ${String(req.id)}.`);
   });
