@@ -3,9 +3,10 @@ import { sendGraphqlError } from './graphqlResponse.js';
 import { sendProblem } from './problemDetails.js';
 
 /**
- * Failures of the request itself that Express and body-parser report as errors: a body that is not JSON, too large,
- * in another charset, or not valid for its Content-Encoding (a corrupt gzip, deflate or br stream), and a path that
- * is not percent-encoded UTF-8. They are the client's to fix, so they must never surface as a 500.
+ * Failures of the request itself that Express and body-parser report as errors: a body that is not JSON, too large
+ * (or a form with more fields than its route reads), in another charset, in a content coding this server does not
+ * read, or not valid for its Content-Encoding (a corrupt gzip, deflate or br stream), and a path that is not
+ * percent-encoded UTF-8. They are the client's to fix, so they must never surface as a 500.
  */
 export interface UnreadableRequest {
   readonly status: 400 | 413 | 415;
@@ -21,6 +22,8 @@ export function unreadableRequest(error: unknown, bodyLimit: string): Unreadable
       return { status: 400, detail: 'The body is not valid JSON.' };
     case 'entity.too.large':
       return { status: 413, detail: `The body is larger than ${bodyLimit}.` };
+    case 'parameters.too.many':
+      return { status: 413, detail: 'The form has more fields than this endpoint reads.' };
     case 'charset.unsupported':
     case 'encoding.unsupported':
       return {
