@@ -125,6 +125,8 @@ export interface components {
         IfMatchRequired: string;
         IfMatchOptional: string;
         IfNoneMatch: string;
+        /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+        IfNoneMatchOnWrite: string;
     };
     requestBodies: never;
     headers: {
@@ -668,6 +670,8 @@ export interface operations {
             query?: never;
             header: {
                 "If-Match": components["parameters"]["IfMatchRequired"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
             };
             path: {
                 id: components["parameters"]["OrderId"];
@@ -900,6 +904,8 @@ export interface operations {
             query?: never;
             header?: {
                 "If-Match"?: components["parameters"]["IfMatchOptional"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
             };
             path: {
                 id: components["parameters"]["OrderId"];
@@ -1207,6 +1213,8 @@ export interface operations {
             query?: never;
             header: {
                 "If-Match": components["parameters"]["IfMatchRequired"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
             };
             path: {
                 id: components["parameters"]["OrderId"];

@@ -75,7 +75,7 @@ export const PROBLEM_TYPES = {
     title: 'Precondition failed',
     slug: 'precondition-failed',
     description:
-      'The order changed since the ETag you sent in If-Match. GET it again, re-apply your change and retry with the new ETag.',
+      'The order changed since the ETag you sent in If-Match (or it exists in a version your If-None-Match excludes: * excludes every version). GET it again, re-apply your change and retry with the new ETag.',
   },
   PRECONDITION_REQUIRED: {
     status: 428,

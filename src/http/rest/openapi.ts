@@ -321,7 +321,7 @@ const paths = {
     patch: {
       operationId: 'patchOrder',
       summary: 'Change the status (JSON merge patch, conditional)',
-      parameters: [ref('parameters/IfMatchRequired')],
+      parameters: [ref('parameters/IfMatchRequired'), ref('parameters/IfNoneMatchOnWrite')],
       requestBody: jsonBody('OrderPatch', 'application/merge-patch+json', 'application/json'),
       responses: {
         '200': orderResponse('The changed order.'),
@@ -334,7 +334,7 @@ const paths = {
     put: {
       operationId: 'replaceOrderItems',
       summary: 'Replace the items of a pending order (conditional)',
-      parameters: [ref('parameters/IfMatchRequired')],
+      parameters: [ref('parameters/IfMatchRequired'), ref('parameters/IfNoneMatchOnWrite')],
       requestBody: jsonBody('OrderItemsReplacement'),
       responses: {
         '200': orderResponse('The order with its new items.'),
@@ -347,7 +347,7 @@ const paths = {
     delete: {
       operationId: 'deleteOrder',
       summary: 'Delete an order (staff only; If-Match honoured when sent)',
-      parameters: [ref('parameters/IfMatchOptional')],
+      parameters: [ref('parameters/IfMatchOptional'), ref('parameters/IfNoneMatchOnWrite')],
       responses: {
         '204': { description: 'Deleted.', headers: successHeaders({ 'Cache-Control': 'CacheControl' }) },
         ...errorResponses([
@@ -403,6 +403,14 @@ export const openapiDocument = {
       IfMatchRequired: { name: 'If-Match', in: 'header', required: true, schema: { type: 'string' } },
       IfMatchOptional: { name: 'If-Match', in: 'header', required: false, schema: { type: 'string' } },
       IfNoneMatch: { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' } },
+      IfNoneMatchOnWrite: {
+        name: 'If-None-Match',
+        in: 'header',
+        required: false,
+        description:
+          'Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412.',
+        schema: { type: 'string' },
+      },
     },
     headers: HEADERS,
     schemas: componentSchemas(),

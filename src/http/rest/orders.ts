@@ -66,14 +66,29 @@ function requiredIfMatch(req: Request, res: Response): WriteOptions | undefined 
   return optionalIfMatch(req, res, header);
 }
 
+/**
+ * The request's conditions on the order: If-Match, and If-None-Match, which a server must evaluate before any method
+ * (RFC 9110 §13.1.2) — on a write to an order that exists, `*` or its current tag fails with 412.
+ */
 function optionalIfMatch(req: Request, res: Response, header = req.get('If-Match')): WriteOptions | undefined {
-  if (header === undefined) return {};
-  const list = parseEtagList(header);
-  if (!list) {
+  const ifMatch = header === undefined ? undefined : parseEtagList(header);
+  if (ifMatch === null) {
     sendProblem(req, res, 'MALFORMED_REQUEST', 'If-Match must be * or a list of quoted entity tags.');
     return undefined;
   }
-  return { precondition: { ifMatch: list } };
+  const noneHeader = req.get('If-None-Match');
+  const ifNoneMatch = noneHeader === undefined ? undefined : parseEtagList(noneHeader);
+  if (ifNoneMatch === null) {
+    sendProblem(req, res, 'MALFORMED_REQUEST', 'If-None-Match must be * or a list of quoted entity tags.');
+    return undefined;
+  }
+  if (ifMatch === undefined && ifNoneMatch === undefined) return {};
+  return {
+    precondition: {
+      ...(ifMatch === undefined ? {} : { ifMatch }),
+      ...(ifNoneMatch === undefined ? {} : { ifNoneMatch }),
+    },
+  };
 }
 
 function methodNotAllowed(allow: string) {
