@@ -149,6 +149,8 @@ export interface components {
         AcceptPost: "application/json";
         /** @description The media type the body must be sent as. */
         Accept: "application/json";
+        /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+        AcceptEncoding: "gzip, deflate, br";
         RetryAfter: string;
         /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
         RateLimit: string;
@@ -436,6 +438,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+                    "Accept-Encoding"?: "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -819,6 +823,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+                    "Accept-Encoding"?: "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1363,6 +1369,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+                    "Accept-Encoding"?: "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {

@@ -133,6 +133,16 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
       'UNSUPPORTED_MEDIA_TYPE',
     );
     assert.equal(text.headers.get('accept-post'), 'application/json');
+    const zstd = await problem(
+      call('POST', '/orders', {
+        token: alice,
+        raw: JSON.stringify(body),
+        headers: { ...keyed(), 'content-encoding': 'zstd' },
+      }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    assert.equal(zstd.headers.get('accept-encoding'), 'gzip, deflate, br');
     const large = JSON.stringify({ items: ITEMS, pad: 'x'.repeat(70_000) });
     await problem(call('POST', '/orders', { token: alice, raw: large, headers: keyed() }), 413, 'PAYLOAD_TOO_LARGE');
     await problem(
@@ -269,6 +279,9 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
       const text = { raw: JSON.stringify(body), headers: { 'content-type': 'text/plain' } };
       const wrongType = await problem(call(method, path, at(etag, text)), 415, 'UNSUPPORTED_MEDIA_TYPE');
       assert.equal(wrongType.headers.get(accepts[0]), accepts[1]);
+      const coding = { raw: JSON.stringify(body), headers: { 'content-encoding': 'zstd' } };
+      const wrongCoding = await problem(call(method, path, at(etag, coding)), 415, 'UNSUPPORTED_MEDIA_TYPE');
+      assert.equal(wrongCoding.headers.get('accept-encoding'), 'gzip, deflate, br');
       await problem(call(method, path, at(etag, { body: invalid })), 422, 'BAD_USER_INPUT');
       const large = JSON.stringify({ ...body, pad: 'x'.repeat(70_000) });
       await problem(call(method, path, at(etag, { raw: large })), 413, 'PAYLOAD_TOO_LARGE');

@@ -48,7 +48,8 @@ export const PROBLEM_TYPES = {
     status: 404,
     title: 'Not found',
     slug: 'not-found',
-    description: 'There is no such order, or it belongs to someone else: the API does not tell the two apart.',
+    description:
+      'There is no such order, or it belongs to someone else: the API does not tell the two apart. On /graphql/stream: no such reserved stream.',
   },
   BAD_USER_INPUT: {
     status: 422,
@@ -156,7 +157,7 @@ export const PROBLEM_TYPES = {
     title: 'Unsupported media type',
     slug: 'unsupported-media-type',
     description:
-      'Send application/json for POST and PUT, and application/merge-patch+json or application/json for PATCH (see the Accept-Patch header).',
+      'Send application/json for POST and PUT, and application/merge-patch+json or application/json for PATCH (see the Accept-Patch header), in UTF-8, and with no Content-Encoding or gzip, deflate or br (see the Accept-Encoding header).',
   },
   NOT_ACCEPTABLE: {
     status: 406,

@@ -41,3 +41,47 @@ export function sendGraphqlError(
     .type(`${type}; charset=utf-8`)
     .send(JSON.stringify({ errors: [{ message, extensions: { code, ...traceIdMember() } }] }));
 }
+
+/** The code of an error a GraphQL library answered with an HTTP status alone (graphql-sse's protocol errors). */
+const CODE_OF_STATUS: Readonly<Record<number, ApiErrorCode>> = {
+  400: 'BAD_REQUEST',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  406: 'NOT_ACCEPTABLE',
+  // A stream or operation id already in use: the request is not one the protocol allows now.
+  409: 'BAD_REQUEST',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+};
+
+/**
+ * A refusal a GraphQL library wrote itself — a status, and `{ errors }` without codes or no body at all — answered as
+ * every GraphQL error is: each error keeps its message and gains the `extensions.code` of its status (the status and
+ * the library's headers, such as Allow, are kept); a bodiless one says `message`.
+ */
+export function sendLibraryRefusal(
+  req: Request,
+  res: Response,
+  refusal: { status: number; body: string | null; headers?: Readonly<Record<string, string>>; message: string },
+): void {
+  const code = CODE_OF_STATUS[refusal.status] ?? (refusal.status >= 500 ? 'INTERNAL_SERVER_ERROR' : 'BAD_REQUEST');
+  let messages = [refusal.message];
+  try {
+    const parsed = JSON.parse(refusal.body ?? 'null') as { errors?: { message?: unknown }[] } | null;
+    const given = parsed?.errors?.map((e) => e.message).filter((m): m is string => typeof m === 'string');
+    if (given?.length) messages = given;
+  } catch {
+    // Not JSON: the status says it all.
+  }
+  const type = responseMediaType(req) || JSON_TYPE;
+  for (const [name, value] of Object.entries(refusal.headers ?? {})) {
+    if (name.toLowerCase() !== 'content-type') res.setHeader(name, value);
+  }
+  res.vary('Accept');
+  res.setHeader('Cache-Control', 'no-store');
+  const extensions = { code, ...traceIdMember() };
+  res
+    .status(refusal.status)
+    .type(`${type}; charset=utf-8`)
+    .send(JSON.stringify({ errors: messages.map((message) => ({ message, extensions })) }));
+}

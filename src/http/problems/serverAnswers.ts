@@ -1,16 +1,38 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { PROBLEM_TYPES, problemBody, type ApiErrorCode } from './catalogue.js';
+import { PROBLEM_TYPES, problemBody, problemInstance, traceIdMember, type ApiErrorCode } from './catalogue.js';
+import { mediaTypeFor } from './graphqlResponse.js';
 
-/** The headers every problem the server writes by itself carries (the app's security headers are not on these). */
-const PROBLEM_HEADERS = {
-  'Content-Type': 'application/problem+json',
-  'Cache-Control': 'no-store',
-  'X-Content-Type-Options': 'nosniff',
-} as const;
+/** The headers every answer the server writes by itself carries (the app's security headers are not on these). */
+const COMMON_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' } as const;
 
 /**
- * Problem details written by the HTTP server itself, on a ServerResponse that Express never sees: while the app
- * starts, for a request without Host, while draining, and for a request cut off in the middle of its body.
+ * GraphQL's endpoints (GraphQL over HTTP and graphql-sse), as Express routes them: case-insensitively, with or
+ * without a trailing slash. Their clients read GraphQL's errors, so that is what they get here too.
+ */
+const GRAPHQL_PATH = /^\/graphql(?:\/stream)?\/?$/i;
+
+/** How GraphQL's transports name a code: a request that cannot be read is BAD_REQUEST there, as everywhere on them. */
+const GRAPHQL_CODES: Partial<Record<ApiErrorCode, ApiErrorCode>> = { MALFORMED_REQUEST: 'BAD_REQUEST' };
+
+/**
+ * An answer the server writes by itself, in the format the request's path is answered in: `{ errors }` with
+ * `extensions.code` on GraphQL's endpoints (status unchanged), problem details everywhere else. `target` is the
+ * request target as sent; `accept` the request's Accept, when its headers were read.
+ */
+function serverAnswer(code: ApiErrorCode, detail: string, target: string, accept?: string) {
+  if (!GRAPHQL_PATH.test(problemInstance(target))) {
+    return { type: 'application/problem+json', body: JSON.stringify(problemBody(code, detail, target)) };
+  }
+  const extensions = { code: GRAPHQL_CODES[code] ?? code, ...traceIdMember() };
+  return {
+    type: `${mediaTypeFor(accept) || 'application/json'}; charset=utf-8`,
+    body: JSON.stringify({ errors: [{ message: detail, extensions }] }),
+  };
+}
+
+/**
+ * An error written by the HTTP server itself, on a ServerResponse that Express never sees: while the app starts, for
+ * a request without Host, while draining, and for a request cut off in the middle of its body.
  */
 export function sendEarlyProblem(
   req: IncomingMessage,
@@ -19,28 +41,38 @@ export function sendEarlyProblem(
   detail: string,
   headers: Readonly<Record<string, string>> = {},
 ): void {
-  const body = JSON.stringify(problemBody(code, detail, req.url ?? '/'));
+  // Inside a router Express has cut its mount path off req.url (a body cut short while /graphql reads it); the
+  // request as sent is its originalUrl then.
+  const target = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
+  const { type, body } = serverAnswer(code, detail, target, req.headers.accept);
   res.writeHead(PROBLEM_TYPES[code].status, PROBLEM_TYPES[code].title, {
-    ...PROBLEM_HEADERS,
+    'Content-Type': type,
+    ...COMMON_HEADERS,
     'Content-Length': Buffer.byteLength(body),
+    ...(type.startsWith('application/problem+json') ? {} : { Vary: 'Accept' }),
     ...headers,
   });
   res.end(body);
 }
 
 /**
- * A whole HTTP/1.1 problem-details response as text, for a socket no ServerResponse owns (a request Node's parser
- * gave up on, a refused connection, a refused upgrade); it closes the connection.
+ * A whole HTTP/1.1 error response as text, for a socket no ServerResponse owns (a request Node's parser gave up on,
+ * a refused connection, a refused upgrade); it closes the connection. `target`: the request's, when it is known.
  */
 export function rawProblem(
   code: ApiErrorCode,
   detail: string,
-  instance: string,
+  target: string,
   headers: Readonly<Record<string, string>> = {},
 ): string {
   const { status, title } = PROBLEM_TYPES[code];
-  const body = JSON.stringify(problemBody(code, detail, instance));
-  const fields = { ...PROBLEM_HEADERS, 'Content-Length': String(Buffer.byteLength(body)), ...headers };
+  const { type, body } = serverAnswer(code, detail, target);
+  const fields = {
+    'Content-Type': type,
+    ...COMMON_HEADERS,
+    'Content-Length': String(Buffer.byteLength(body)),
+    ...headers,
+  };
   return [
     `HTTP/1.1 ${status} ${title}`,
     ...Object.entries(fields).map(([name, value]) => `${name}: ${value}`),

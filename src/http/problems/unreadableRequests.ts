@@ -11,7 +11,18 @@ import { sendProblem } from './problemDetails.js';
 export interface UnreadableRequest {
   readonly status: 400 | 413 | 415;
   readonly detail: string;
+  /** Headers the answer carries: Accept-Encoding for a content coding not read here (RFC 9110 §15.5.16). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
+
+/** The content codings a request body may come in (besides none): what body-parser inflates on every Node we run on. */
+export const READABLE_CONTENT_CODINGS: readonly string[] = ['gzip', 'deflate', 'br'];
+
+/** What a 415 for a content coding not read here says, and the header that names those that are. */
+export const CODING_REFUSED = {
+  detail: `The body's Content-Encoding is not one this server reads: send it without one, or as ${READABLE_CONTENT_CODINGS.join(', ')}.`,
+  headers: { 'Accept-Encoding': READABLE_CONTENT_CODINGS.join(', ') },
+} as const;
 
 /** What an error thrown while reading a request means for the client, or null when it is not such a failure. */
 export function unreadableRequest(error: unknown, bodyLimit: string): UnreadableRequest | null {
@@ -25,11 +36,12 @@ export function unreadableRequest(error: unknown, bodyLimit: string): Unreadable
     case 'parameters.too.many':
       return { status: 413, detail: 'The form has more fields than this endpoint reads.' };
     case 'charset.unsupported':
-    case 'encoding.unsupported':
       return {
         status: 415,
         detail: 'Send the body as UTF-8 JSON, without content encoding or as gzip, deflate or br.',
       };
+    case 'encoding.unsupported':
+      return { status: 415, ...CODING_REFUSED };
     case 'request.aborted':
     case 'request.size.invalid':
       return { status: 400, detail: 'The body could not be read completely.' };
@@ -60,7 +72,9 @@ export const UNREADABLE_GRAPHQL_CODES = {
 export function sendUnreadableProblem(req: Request, res: Response, error: unknown, bodyLimit: string): boolean {
   const refused = unreadableRequest(error, bodyLimit);
   if (!refused) return false;
-  sendProblem(req, res, UNREADABLE_PROBLEM_CODES[refused.status], refused.detail);
+  sendProblem(req, res, UNREADABLE_PROBLEM_CODES[refused.status], refused.detail, {
+    ...(refused.headers ? { headers: { ...refused.headers } } : {}),
+  });
   return true;
 }
 
@@ -69,6 +83,9 @@ export function refuseUnreadableGraphql(bodyLimit: string) {
   return (error: unknown, req: Request, res: Response, next: NextFunction) => {
     const refused = unreadableRequest(error, bodyLimit);
     if (!refused || res.headersSent) return next(error);
-    sendGraphqlError(req, res, refused.detail, UNREADABLE_GRAPHQL_CODES[refused.status], { status: refused.status });
+    sendGraphqlError(req, res, refused.detail, UNREADABLE_GRAPHQL_CODES[refused.status], {
+      status: refused.status,
+      ...(refused.headers ? { headers: { ...refused.headers } } : {}),
+    });
   };
 }

@@ -84,6 +84,11 @@ const HEADERS = {
     description: 'The media type the body must be sent as.',
     schema: { const: 'application/json' },
   },
+  AcceptEncoding: {
+    required: true,
+    description: 'The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused.',
+    schema: { const: 'gzip, deflate, br' },
+  },
   RetryAfter: { required: true, schema: { type: 'string', pattern: '^[0-9]+$', maxLength: 10 } },
   RateLimit: {
     required: true,
@@ -131,6 +136,11 @@ const HEADERS_OF: Partial<Record<ApiErrorCode, HeaderSet>> = {
   SERVICE_UNAVAILABLE: { 'Retry-After': 'RetryAfter' },
 };
 
+/** Headers that come with an error code only on some paths to it: a 415 names the content codings when the coding was refused. */
+const SOMETIMES_OF: Partial<Record<ApiErrorCode, HeaderSet>> = {
+  UNSUPPORTED_MEDIA_TYPE: { 'Accept-Encoding': 'AcceptEncoding' },
+};
+
 /** The headers every code of a status sends with its answer: each always sent by some code, optional unless all do. */
 function headersOfCodes(codes: readonly ApiErrorCode[], extra: Partial<Record<ApiErrorCode, HeaderSet>>): Json {
   const sets = codes.map((code) => {
@@ -149,6 +159,11 @@ function headersOfCodes(codes: readonly ApiErrorCode[], extra: Partial<Record<Ap
   }
   // Sent on some paths to these codes, never on all: still declared, as optional.
   for (const [name, id] of Object.entries(EVERY_ANSWER)) headers[name] ??= header(id!, false);
+  for (const code of codes) {
+    for (const [name, id] of Object.entries(SOMETIMES_OF[code] ?? {})) {
+      headers[name] = header(id!, false);
+    }
+  }
   return headers;
 }
 
@@ -176,7 +191,10 @@ const PROBLEM_CONTENT = { 'application/problem+json': { schema: ref('schemas/Pro
  */
 function errorResponses(
   codes: readonly ApiErrorCode[],
-  opts: { head?: boolean; extraHeaders?: Partial<Record<ApiErrorCode, HeaderSet>> } = {},
+  opts: {
+    head?: boolean;
+    extraHeaders?: Partial<Record<ApiErrorCode, HeaderSet>>;
+  } = {},
 ): Record<string, Json> {
   const byStatus = new Map<number, ApiErrorCode[]>();
   for (const code of [...EVERY_OPERATION, ...codes]) {

@@ -4,8 +4,8 @@ import type { Order, OrderItem } from '../../domain/model.js';
 import type { WriteOptions } from '../../domain/orderService.js';
 import type { Services } from '../../domain/services.js';
 import { IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey } from '../../domain/idempotencyKey.js';
-import { jsonBodyParser } from '../middleware/index.js';
-import { sendProblem } from '../problems/index.js';
+import { jsonBodyParser, readableCoding } from '../middleware/index.js';
+import { CODING_REFUSED, sendProblem } from '../problems/index.js';
 import { parseCreateBody, parseOrderPatch, parseReplaceBody } from './bodies.js';
 import { ifNoneMatchMatches, parseEtagList } from '../middleware/index.js';
 import { decodeCursor, encodeCursor, orderJson } from './representation.js';
@@ -39,18 +39,28 @@ function sendOrder(res: Response, status: number, order: Order, items: readonly 
     .send(JSON.stringify(orderJson(order, items)));
 }
 
-/** The body must have been sent as one of `types`; otherwise 415, naming what is accepted. */
+/**
+ * The body must have been sent as one of `types`, in a content coding this server reads; otherwise 415, naming the
+ * media types accepted (and, for a coding, the codings read: RFC 9110 §15.5.16).
+ */
 function requireType(
   req: Request,
   res: Response,
   types: readonly string[],
   acceptHeader: 'Accept-Patch' | 'Accept-Post' | 'Accept',
 ) {
-  if (req.is([...types])) return true;
-  sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as ${types.join(' or ')}.`, {
-    headers: { [acceptHeader]: types.join(', ') },
-  });
-  return false;
+  const accepted = { [acceptHeader]: types.join(', ') };
+  if (!req.is([...types])) {
+    sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as ${types.join(' or ')}.`, { headers: accepted });
+    return false;
+  }
+  if (!readableCoding(req.headers['content-encoding'])) {
+    sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', CODING_REFUSED.detail, {
+      headers: { ...accepted, ...CODING_REFUSED.headers },
+    });
+    return false;
+  }
+  return true;
 }
 
 /**
