@@ -56,8 +56,8 @@ const CODE_OF_STATUS: Readonly<Record<number, ApiErrorCode>> = {
 
 /**
  * A refusal a GraphQL library wrote itself — a status, and `{ errors }` without codes or no body at all — answered as
- * every GraphQL error is: each error keeps its message and gains the `extensions.code` of its status (the status and
- * the library's headers, such as Allow, are kept); a bodiless one says `message`.
+ * every GraphQL error is: each error keeps its message (and a code it has) and gains the `extensions.code` of its
+ * status (the status and the library's headers, such as Allow, are kept); a bodiless one says `message`.
  */
 export function sendLibraryRefusal(
   req: Request,
@@ -65,11 +65,18 @@ export function sendLibraryRefusal(
   refusal: { status: number; body: string | null; headers?: Readonly<Record<string, string>>; message: string },
 ): void {
   const code = CODE_OF_STATUS[refusal.status] ?? (refusal.status >= 500 ? 'INTERNAL_SERVER_ERROR' : 'BAD_REQUEST');
-  let messages = [refusal.message];
+  const extensions = { code, ...traceIdMember() };
+  let errors: { message: unknown; extensions?: Record<string, unknown> }[] = [{ message: refusal.message, extensions }];
   try {
-    const parsed = JSON.parse(refusal.body ?? 'null') as { errors?: { message?: unknown }[] } | null;
-    const given = parsed?.errors?.map((e) => e.message).filter((m): m is string => typeof m === 'string');
-    if (given?.length) messages = given;
+    const parsed = JSON.parse(refusal.body ?? 'null') as { errors?: unknown } | null;
+    if (Array.isArray(parsed?.errors) && parsed.errors.length > 0) {
+      // An error that already has a code (our own, such as TOO_MANY_SUBSCRIPTIONS) keeps it.
+      errors = (parsed.errors as { message?: unknown; extensions?: Record<string, unknown> }[]).map((e) => ({
+        ...e,
+        message: typeof e.message === 'string' ? e.message : refusal.message,
+        extensions: { ...extensions, ...e.extensions },
+      }));
+    }
   } catch {
     // Not JSON: the status says it all.
   }
@@ -79,9 +86,5 @@ export function sendLibraryRefusal(
   }
   res.vary('Accept');
   res.setHeader('Cache-Control', 'no-store');
-  const extensions = { code, ...traceIdMember() };
-  res
-    .status(refusal.status)
-    .type(`${type}; charset=utf-8`)
-    .send(JSON.stringify({ errors: messages.map((message) => ({ message, extensions })) }));
+  res.status(refusal.status).type(`${type}; charset=utf-8`).send(JSON.stringify({ errors }));
 }

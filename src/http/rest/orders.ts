@@ -73,14 +73,14 @@ function requiredIfMatch(req: Request, res: Response): WriteOptions | undefined 
     sendProblem(req, res, 'PRECONDITION_REQUIRED', 'Send If-Match with the ETag of the order as you last read it.');
     return undefined;
   }
-  return optionalIfMatch(req, res, header);
+  return writeConditions(req, res, header);
 }
 
 /**
  * The request's conditions on the order: If-Match, and If-None-Match, which a server must evaluate before any method
  * (RFC 9110 §13.1.2) — on a write to an order that exists, `*` or its current tag fails with 412.
  */
-function optionalIfMatch(req: Request, res: Response, header = req.get('If-Match')): WriteOptions | undefined {
+function writeConditions(req: Request, res: Response, header = req.get('If-Match')): WriteOptions | undefined {
   const ifMatch = header === undefined ? undefined : parseEtagList(header);
   if (ifMatch === null) {
     sendProblem(req, res, 'MALFORMED_REQUEST', 'If-Match must be * or a list of quoted entity tags.');
@@ -202,7 +202,7 @@ export function ordersRouter(services: Services): express.Router {
       },
     )
     .delete(async (req: Request, res: Response) => {
-      const condition = optionalIfMatch(req, res);
+      const condition = writeConditions(req, res);
       if (!condition) return;
       await orders.remove(res.locals.principal, String(req.params.id), condition);
       res.status(204).set('Cache-Control', 'no-store').end();
