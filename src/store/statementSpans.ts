@@ -127,11 +127,11 @@ function attributesOf(statement: Statement, engine: Attributes): Attributes {
  */
 function statementSpan(sql: string, engine: Attributes): Span | undefined {
   const statement = describe(sql);
-  return tracing.start(statement.summary, {
-    kind: 'client',
-    requireParent: true,
-    attributes: attributesOf(statement, engine),
-  });
+  const span = tracing.start(statement.summary, { kind: 'client', requireParent: true });
+  // Set on the started span rather than given to start: the SDK cleans attributes given at start twice (before and
+  // after sampling), set ones once; samplers here never read them.
+  span?.setAttributes(attributesOf(statement, engine));
+  return span;
 }
 
 /** Ends a statement's span; a failure is recorded by its SQLSTATE or error code, never its message (it can quote data). */
