@@ -259,6 +259,43 @@ describe('tracing (OpenTelemetry, OTLP to a real receiver)', () => {
     );
   });
 
+  test('a trace its caller did not sample: nothing exported, yet its id reaches the error answer and the log line', async () => {
+    // parentbased_always_on (the default) follows the caller's decision: flags 00 means not sampled.
+    const unsampled = traceContext();
+    const traceparent = unsampled.traceparent.replace(/-01$/, '-00');
+    const ok = await a.gql(
+      `query Unsampled${unsampled.traceId.slice(0, 6)} { recentOrders(first: 5) { id } }`,
+      undefined,
+      {
+        token: carol,
+        headers: { traceparent },
+      },
+    );
+    assert.equal(ok.status, 200);
+    assert.equal((ok.body.data!.recentOrders as unknown[]).length, 5);
+    const invalid = await a.gql('{ recentOrders { nope } }', undefined, { token: carol, headers: { traceparent } });
+    assert.equal(invalid.status, 400);
+    assert.equal(invalid.body.errors?.[0]?.extensions?.traceId, unsampled.traceId);
+    const lines = logLines.filter((l) => l.msg === 'request completed' && l.trace_id === unsampled.traceId);
+    assert.equal(lines.length, 2, 'both requests’ log lines carry the unsampled trace');
+
+    // A sampled request after them: once its spans are in, the unsampled ones would have been too.
+    const sampled = traceContext();
+    const after = await a.gql('{ recentOrders(first: 1) { id } }', undefined, {
+      token: carol,
+      headers: { traceparent: sampled.traceparent },
+    });
+    assert.equal(after.status, 200);
+    const all = await receiver.waitFor((spans) =>
+      spans.some((s) => s.traceId === sampled.traceId && s.kind === SERVER),
+    );
+    assert.deepEqual(
+      all.filter((s) => s.traceId === unsampled.traceId).map((s) => s.name),
+      [],
+    );
+    assert.ok(all.some((s) => s.traceId === sampled.traceId && s.name === 'SELECT orders'));
+  });
+
   test('no span attribute holds a token, a cookie, a password, a variable value or an SQL literal', async () => {
     const secretVariable = `ord_${randomBytes(12).toString('hex')}`;
     const marker = traceContext();
