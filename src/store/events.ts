@@ -81,14 +81,26 @@ export async function eventsAfter(db: Queryable, afterId: string, limit: number)
   return rows.map(toEvent);
 }
 
+/** Events after `afterId`, oldest first, however old: what webhooks have yet to turn into messages. */
+export async function allEventsAfter(db: Queryable, afterId: string, limit: number): Promise<StoredEvent[]> {
+  const rows = await db.query(
+    `select ${EVENT_COLUMNS} from order_events where order_events.id > $1::bigint order by order_events.id limit $2`,
+    [afterId, limit],
+  );
+  return rows.map(toEvent);
+}
+
 /** The newest event id, or '0' when there is none. */
 export async function latestEventId(db: Queryable): Promise<string> {
   const [row] = await db.query<{ id: string | null }>('select max(id)::text as id from order_events');
   return row?.id ?? '0';
 }
 
+/** Past the retention window, except events webhooks have not yet turned into messages (their replicas were down). */
 export async function deleteOldEvents(db: Queryable): Promise<void> {
-  await db.query('delete from order_events where created_at < now() - make_interval(hours => $1)', [
-    EVENT_RETENTION_HOURS,
-  ]);
+  await db.query(
+    `delete from order_events where created_at < now() - make_interval(hours => $1)
+       and id <= (select last_event_id from webhook_outbox_cursor where id = 1)`,
+    [EVENT_RETENTION_HOURS],
+  );
 }
