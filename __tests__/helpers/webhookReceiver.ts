@@ -25,6 +25,8 @@ export interface Answer {
   status?: number;
   /** Held until this promise settles (a stalled receiver). */
   holdUntil?: Promise<unknown>;
+  /** Held this long after the request arrived (a slow receiver). */
+  delayMs?: number;
   headers?: Record<string, string>;
   body?: string | Buffer;
 }
@@ -92,6 +94,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
         res.end(answer.body ?? 'ok');
       };
       if (answer.holdUntil) void answer.holdUntil.then(finish, finish);
+      else if (answer.delayMs) setTimeout(finish, answer.delayMs);
       else finish();
     });
   });
