@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { webhookReceiver, type OrderWebhook } from '../../examples/webhook-receiver.js';
 import { eventually } from '../helpers/load.js';
 import { rest } from '../helpers/openapi.js';
 import { directory, SCIM_TOKEN, userBody } from '../helpers/scim.js';
@@ -111,6 +114,56 @@ describe('webhook delivery to a receiver on loopback', () => {
     // A signature over anything else does not verify.
     const tampered = { ...got.find(about(viaRest))!, body: got.find(about(viaRest))!.body.replace('KB-001', 'KB-002') };
     assert.throws(() => hooks.verify(tampered, endpoint.secret), /No matching signature/);
+  });
+
+  test('the receiver example of docs/webhooks.md takes each message once and refuses a forged one', async () => {
+    const created = await rest(server.url, 'POST', '/webhook-endpoints', {
+      token: alice,
+      body: { url: 'http://127.0.0.1:9/not-yet', events: ['order.created'] },
+    });
+    const endpoint = created.json<Endpoint>();
+    const events: [OrderWebhook, string][] = [];
+    let arrived!: () => void;
+    const first = new Promise<void>((resolve) => (arrived = resolve));
+    const example = webhookReceiver(endpoint.secret, (event, id) => {
+      events.push([event, id]);
+      arrived();
+    });
+    example.listen(0, '127.0.0.1');
+    await once(example, 'listening');
+    try {
+      const url = `http://127.0.0.1:${(example.address() as AddressInfo).port}/hooks`;
+      const moved = await rest(server.url, 'PATCH', `/webhook-endpoints/${endpoint.id}`, {
+        token: alice,
+        body: { url },
+        headers: { 'if-match': created.headers.get('etag')! },
+      });
+      assert.equal(moved.status, 200, moved.text);
+      const orderId = await placeOrder(alice);
+      await first;
+      assert.equal(events.length, 1);
+      assert.equal(events[0]![0].type, 'order.created');
+      assert.equal(events[0]![0].data.order!.id, orderId);
+      const log = await logOnce(alice, endpoint.id, events[0]![1], (d) => d.status === 'delivered');
+      assert.deepEqual(
+        log.attempts.map((a) => a.status_code),
+        [204],
+      );
+      const forged = await fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': 'msg_forged',
+          'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+          'webhook-signature': 'v1,AAAA',
+        },
+        body: JSON.stringify({ type: 'order.created', timestamp: new Date().toISOString(), data: {} }),
+      });
+      assert.equal(forged.status, 401);
+      assert.equal(events.length, 1);
+    } finally {
+      example.close();
+    }
   });
 
   test("alice's endpoint never receives bob's orders; carol's (staff) receives both", async () => {
