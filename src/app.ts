@@ -124,7 +124,8 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
   const sender = createSender({
     timeoutMs: webhookConfig.timeoutMs,
     allowPrivate: webhookConfig.allowPrivateUrls,
-    maxSocketsPerHost: webhookConfig.endpointConcurrency,
+    // Endpoints may share a host: the per-endpoint bound is the claim's, the sockets only the replica's.
+    maxSocketsPerHost: Math.max(1, webhookConfig.concurrency),
     ...webhookNetwork,
   });
   // The worker needs the services and the services tell the worker: it is set right below, before any request.

@@ -285,7 +285,7 @@ const EnvSchema = z.object({
     .transform((v) => v.replace(/\s+/g, '').split(',').map(Number)),
   WEBHOOK_ALLOW_PRIVATE_URLS: trueOrFalse('WEBHOOK_ALLOW_PRIVATE_URLS'),
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(0).max(1000).default(32),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
   WEBHOOK_DISABLE_AFTER_S: z.coerce.number().int().min(1).max(31_536_000).default(432_000),
   ...TRACING_ENV,
@@ -427,7 +427,7 @@ export interface Config {
     readonly allowPrivateUrls: boolean;
     /** How often each replica looks for due messages (new events also wake it). */
     readonly pollMs: number;
-    /** Attempts in flight per replica, and to one endpoint per replica. */
+    /** Attempts in flight per replica (0: this replica sends none), and to one endpoint per replica. */
     readonly concurrency: number;
     readonly endpointConcurrency: number;
     /** An endpoint failing continuously for this long is disabled. */

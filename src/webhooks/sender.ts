@@ -41,7 +41,7 @@ export type CreateConnection = (
 export interface SenderOptions {
   readonly timeoutMs: number;
   readonly allowPrivate: boolean;
-  /** Sockets kept to one receiver (host and port) per replica: the per-endpoint bound. */
+  /** Sockets kept to one host and port (several endpoints may share one). */
   readonly maxSocketsPerHost: number;
   readonly lookup?: HostLookup;
   readonly createConnection?: CreateConnection;

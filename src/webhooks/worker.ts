@@ -197,7 +197,7 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
   }
 
   async function pump(): Promise<void> {
-    if (closed) return;
+    if (closed || opts.concurrency === 0) return;
     if (pumping) {
       again = true;
       return;
@@ -230,8 +230,10 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
     }
   }
 
+  // A replica with no delivery slots (WEBHOOK_CONCURRENCY=0) leaves the queue to the others.
   const poll = setInterval(() => void pump(), opts.pollMs);
   poll.unref();
+  if (opts.concurrency === 0) clearInterval(poll);
 
   return {
     /** Something may be due: an order event committed, or a message was queued. */
