@@ -197,8 +197,14 @@ export interface WebhookRepository {
   insertMessages(messages: readonly NewWebhookMessage[]): Promise<void>;
   /** Every enabled endpoint, for deriving messages from events. */
   enabledEndpoints(): Promise<WebhookEndpoint[]>;
-  /** Outbox events after `afterId`, oldest first, including those past the subscribers' retention window. */
-  eventsAfter(afterId: string, limit: number): Promise<OrderEvent[]>;
+  /**
+   * Outbox events after `afterId`, oldest first, including those past the subscribers' retention window; `lastId` is
+   * the last id read (null when none), `skipped` the ids of rows that could not be read as events.
+   */
+  eventsAfter(
+    afterId: string,
+    limit: number,
+  ): Promise<{ events: OrderEvent[]; lastId: string | null; skipped: readonly string[] }>;
   /** Takes the outbox cursor for this transaction (replicas take turns) and returns the last event id turned into messages. */
   lockOutboxCursor(): Promise<string>;
   advanceOutboxCursor(lastEventId: string): Promise<void>;

@@ -81,13 +81,30 @@ export async function eventsAfter(db: Queryable, afterId: string, limit: number)
   return rows.map(toEvent);
 }
 
-/** Events after `afterId`, oldest first, however old: what webhooks have yet to turn into messages. */
-export async function allEventsAfter(db: Queryable, afterId: string, limit: number): Promise<StoredEvent[]> {
-  const rows = await db.query(
+/**
+ * Events after `afterId`, oldest first, however old: what webhooks have yet to turn into messages. A row that does
+ * not parse is passed over (and named in `skipped`), so that it cannot hold up every later event; `lastId` is the
+ * last id read either way.
+ */
+export async function allEventsAfter(
+  db: Queryable,
+  afterId: string,
+  limit: number,
+): Promise<{ events: StoredEvent[]; lastId: string | null; skipped: string[] }> {
+  const rows = await db.query<{ id: string }>(
     `select ${EVENT_COLUMNS} from order_events where order_events.id > $1::bigint order by order_events.id limit $2`,
     [afterId, limit],
   );
-  return rows.map(toEvent);
+  const events: StoredEvent[] = [];
+  const skipped: string[] = [];
+  for (const row of rows) {
+    try {
+      events.push(toEvent(row));
+    } catch {
+      skipped.push(String(row.id));
+    }
+  }
+  return { events, lastId: rows.length ? String(rows.at(-1)!.id) : null, skipped };
 }
 
 /** The newest event id, or '0' when there is none. */

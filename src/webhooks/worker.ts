@@ -67,8 +67,14 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
     for (;;) {
       const read = await storage.transaction(async (tx) => {
         const cursor = await tx.webhooks.lockOutboxCursor();
-        const events = await tx.webhooks.eventsAfter(cursor, OUTBOX_PAGE);
-        if (!events.length) return 0;
+        const { events, lastId, skipped } = await tx.webhooks.eventsAfter(cursor, OUTBOX_PAGE);
+        if (lastId === null) return 0;
+        if (skipped.length) {
+          logger.error(
+            { event: 'webhook.outbox_unreadable', eventIds: skipped },
+            'outbox rows that are not order events were passed over',
+          );
+        }
         const planned = opts.service.plan(events, await tx.webhooks.enabledEndpoints());
         if (planned.length) {
           const orderIds = [...new Set(planned.map((p) => p.event.order.id))];
@@ -94,8 +100,8 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
           });
           await tx.webhooks.insertMessages(messages);
         }
-        await tx.webhooks.advanceOutboxCursor(events.at(-1)!.id);
-        return events.length;
+        await tx.webhooks.advanceOutboxCursor(lastId);
+        return events.length + skipped.length;
       });
       if (read < OUTBOX_PAGE) return;
     }
