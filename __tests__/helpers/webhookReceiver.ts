@@ -38,8 +38,10 @@ export interface WebhookReceiver {
   readonly received: ReceivedWebhook[];
   /** TCP connections accepted so far. */
   connections(): number;
-  /** Requests currently being answered, per webhook-id, and the most at once for any id. */
+  /** The most requests of one webhook-id being answered at once. */
   maxConcurrentPerId(): number;
+  /** The most requests being answered at once, whatever their ids. */
+  maxInFlight(): number;
   /** Answers the next requests in order (then 200). */
   answer(...answers: Answer[]): void;
   /** Resolves once `match` holds over everything received (checked on every arrival). */
@@ -60,6 +62,8 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   const waiters = new Set<() => void>();
   const active = new Map<string, number>();
   let maxConcurrent = 0;
+  let inFlight = 0;
+  let maxInFlight = 0;
   let connections = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -70,6 +74,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       const now = (active.get(id) ?? 0) + 1;
       active.set(id, now);
       maxConcurrent = Math.max(maxConcurrent, now);
+      maxInFlight = Math.max(maxInFlight, ++inFlight);
       let payload: ReceivedWebhook['payload'];
       try {
         payload = JSON.parse(body) as ReceivedWebhook['payload'];
@@ -89,6 +94,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       const answer = queue.shift() ?? {};
       const finish = () => {
         active.set(id, (active.get(id) ?? 1) - 1);
+        inFlight--;
         if (res.destroyed) return;
         res.writeHead(answer.status ?? 200, { 'content-type': 'text/plain', ...answer.headers });
         res.end(answer.body ?? 'ok');
@@ -108,6 +114,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     received,
     connections: () => connections,
     maxConcurrentPerId: () => maxConcurrent,
+    maxInFlight: () => maxInFlight,
     answer: (...answers) => void queue.push(...answers),
     waitFor(match, what = 'webhooks', timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
