@@ -92,9 +92,17 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       });
       for (const wake of [...waiters]) wake();
       const answer = queue.shift() ?? {};
-      const finish = () => {
+      let done = false;
+      // Answered, or given up by the sender (its timeout): either way no longer in flight.
+      const leave = () => {
+        if (done) return;
+        done = true;
         active.set(id, (active.get(id) ?? 1) - 1);
         inFlight--;
+      };
+      res.once('close', leave);
+      const finish = () => {
+        leave();
         if (res.destroyed) return;
         res.writeHead(answer.status ?? 200, { 'content-type': 'text/plain', ...answer.headers });
         res.end(answer.body ?? 'ok');

@@ -37,8 +37,10 @@ const NAMES: Record<string, string> = {
   'mixed.test': '203.0.113.11',
 };
 let rebindTo = '203.0.113.12';
+let downTo = '203.0.113.13';
 const lookup: HostLookup = async (hostname) => {
   if (hostname === 'rebind.test') return [{ address: rebindTo, family: 4 }];
+  if (hostname === 'down.test') return [{ address: downTo, family: 4 }];
   if (hostname === 'mixed.test')
     return [
       { address: NAMES[hostname]!, family: 4 },
@@ -78,7 +80,8 @@ describe('webhook endpoints: REST and GraphQL, ownership, limits, step-up and SS
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
     server = await startTestServer(
-      { WEBHOOK_POLL_MS: '100' },
+      // An endpoint failing for a second is disabled here (5 days by default): one test waits for that.
+      { WEBHOOK_POLL_MS: '100', WEBHOOK_DISABLE_AFTER_S: '1' },
       {
         webhookNetwork: {
           lookup,
@@ -327,6 +330,55 @@ describe('webhook endpoints: REST and GraphQL, ownership, limits, step-up and SS
     assert.equal(sockets, 0, 'no socket was created');
     assert.equal(receiver.connections(), 0);
     assert.ok((await server.counter('webhook_deliveries_total{result="refused_address"}')) >= 1);
+  });
+
+  test('an endpoint failing continuously for WEBHOOK_DISABLE_AFTER_S is disabled, visibly, and PATCH resumes it', async () => {
+    downTo = '203.0.113.13';
+    const created = await create(bob, { url: 'http://down.test/hook', events: ['order.created'] });
+    assert.equal(created.status, 201, created.text);
+    const { id } = created.json<Endpoint>();
+    // From now on every attempt is refused at send time: a failure, as a receiver that is down would be.
+    downTo = '127.0.0.1';
+    type Log = { deliveries: { id: string; status: string; attempts: unknown[] }[] };
+    const attemptsOf = async (deliveryId: string) =>
+      (await call('GET', `/webhook-endpoints/${id}/deliveries`, { token: bob }))
+        .json<Log>()
+        .deliveries.find((d) => d.id === deliveryId);
+    const pinged = await call('POST', `/webhook-endpoints/${id}/ping`, { token: bob });
+    const deliveryId = pinged.json<{ id: string }>().id;
+    // Each failure is in the log before the next retry, until the failing has lasted WEBHOOK_DISABLE_AFTER_S.
+    const disabled = await eventually(
+      'the endpoint disabled',
+      async () => {
+        const made = await eventually('the attempt recorded', async () => {
+          const d = await attemptsOf(deliveryId);
+          return d?.status === 'failed' ? d.attempts.length : undefined;
+        });
+        const current = await call('GET', `/webhook-endpoints/${id}`, { token: bob });
+        const state = current.json<Endpoint>();
+        if (!state.enabled) return { ...state, etag: current.headers.get('etag')!, attempts: made };
+        const retried = await call('POST', `/webhook-endpoints/${id}/deliveries/${deliveryId}/retry`, { token: bob });
+        assert.equal(retried.status, 202, retried.text);
+        await eventually(
+          'the retry recorded',
+          async () => (await attemptsOf(deliveryId))!.attempts.length > made || undefined,
+        );
+        return undefined;
+      },
+      { tries: 200, everyMs: 50 },
+    );
+    assert.match(disabled.disabled_reason!, /^failing continuously since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.ok(disabled.attempts >= 2, 'a first failure starts the streak; a later one ends it');
+    assert.equal(sockets, 0);
+    downTo = '203.0.113.13';
+    const resumed = await call('PATCH', `/webhook-endpoints/${id}`, {
+      token: bob,
+      body: { enabled: true },
+      headers: { 'if-match': disabled.etag },
+    });
+    assert.equal(resumed.status, 200, resumed.text);
+    const state = resumed.json<Endpoint>();
+    assert.deepEqual([state.enabled, state.disabled_reason], [true, null]);
   });
 
   test('20 endpoints per owner: the 20th is created, the 21st refused, also under 30 concurrent creates', async () => {
