@@ -172,6 +172,21 @@ export default tseslint.config(
       }),
     },
   })),
+  // Webhook delivery works outside any request: it is handed the domain's ports and services by app.ts.
+  {
+    files: ['src/webhooks/**/*.ts'],
+    rules: {
+      'no-restricted-imports': layer({
+        patterns: [
+          {
+            regex: into('store', 'http', 'auth', 'resolvers', 'generated', 'context', 'config'),
+            message:
+              'webhooks/ sends what the domain decides over the ports it is handed: it imports no store, transport or auth.',
+          },
+        ],
+      }),
+    },
+  },
   {
     files: ['src/domain/**/*.ts'],
     rules: {

@@ -51,6 +51,8 @@ try {
     ...(process.env.RESULT_CACHE ? { RESULT_CACHE: process.env.RESULT_CACHE } : {}),
     // The tracing bench's replicas: OpenTelemetry's standard variables, as the process was given them.
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('OTEL_'))),
+    // The webhook bench's replica: its WEBHOOK_* settings, as the process was given them.
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('WEBHOOK_'))),
     // The fan-out bench opens thousands of WebSockets from one address.
     ...(process.env.WS_MAX_PER_IP ? { WS_MAX_PER_IP: process.env.WS_MAX_PER_IP } : {}),
     ...(externalIssuer

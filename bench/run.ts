@@ -12,6 +12,7 @@
  *
  * `npm run bench -- --fanout [...]` runs the subscription fan-out bench instead (bench/fanout.ts).
  * `npm run bench -- --tracing [...]` measures what tracing costs (bench/tracing.ts).
+ * `npm run bench -- --webhooks [...]` measures webhook deliveries (bench/webhooks.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
@@ -43,6 +44,12 @@ if (process.argv.includes('--abuse')) {
   process.exit(await runAbuse(process.argv.slice(2).filter((a) => a !== '--abuse')));
 }
 
+// Webhook deliveries to a local receiver, at 1 and 100 endpoints (see bench/webhooks.ts).
+if (process.argv.includes('--webhooks')) {
+  const { runWebhooks } = await import('./webhooks.js');
+  process.exit(await runWebhooks(process.argv.slice(2).filter((a) => a !== '--webhooks')));
+}
+
 // What tracing costs: off against on at 100 % and at 1 % sampling (see bench/tracing.ts).
 if (process.argv.includes('--tracing')) {
   const { runTracing } = await import('./tracing.js');
@@ -69,6 +76,7 @@ const USAGE = `usage: npm run bench -- [options]
   --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)
   --abuse             send each hostile GraphQL document for 30 s beside normal traffic (--seconds <s>)
   --tracing           CPU per request with tracing off, on at 100 % and at 1 % sampling (--rounds, --requests)
+  --webhooks          deliveries/s to a local receiver and p99 from commit to delivery, at 1 and 100 endpoints
 
 scenarios (--only):
 ${scenarioCatalogue()

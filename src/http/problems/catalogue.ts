@@ -48,7 +48,8 @@ export const PROBLEM_TYPES = {
     status: 404,
     title: 'Not found',
     slug: 'not-found',
-    description: 'There is no such order, or it belongs to someone else: the API does not tell the two apart.',
+    description:
+      'There is no such order (or webhook endpoint, or delivery), or it belongs to someone else: the API does not tell the two apart.',
   },
   BAD_USER_INPUT: {
     status: 422,
