@@ -7,6 +7,7 @@
  * first instance's `/idp`), it runs as production does instead: a second replica that trusts that
  * issuer, with no embedded IdP of its own (see docs/auth.md).
  */
+import { pathToFileURL } from 'node:url';
 import { pino } from 'pino';
 import type * as ConfigModule from '../src/config.js';
 import type * as ServerModule from '../src/server.js';
@@ -32,7 +33,12 @@ async function memory(): Promise<MemoryReading> {
 try {
   // BENCH_COMPILED runs the build in dist/ (`npm run build`), as production does. From the sources, tsx gives every
   // named closure a `name` property (esbuild's keepNames), which costs memory per closure that production never pays.
-  const from = process.env.BENCH_COMPILED ? '../dist/src' : '../src';
+  // BENCH_DIST (--compare): another checkout's build, measured beside this one's in the same run.
+  const from = process.env.BENCH_DIST
+    ? pathToFileURL(process.env.BENCH_DIST).href
+    : process.env.BENCH_COMPILED
+      ? '../dist/src'
+      : '../src';
   const { loadConfig } = (await import(`${from}/config.js`)) as typeof ConfigModule;
   const { startServer } = (await import(`${from}/server.js`)) as typeof ServerModule;
   const externalIssuer = process.env.BENCH_OIDC_ISSUER;

@@ -96,6 +96,8 @@ const USAGE = `usage: npm run bench -- [options]
   --check             exit 1 if the list of 100's CPU efficiency against the floor (floor CPU/req ÷ app CPU/req) is
                       more than 15 % below bench/results/baseline.json's, or any run had errors
   --write-baseline    write this run's list-of-100 figures to bench/results/baseline.json
+  --compare <dir>     also measure a production replica built in another checkout (<dir>/dist, \`npm run build\`
+                      there first), as the row "compare", beside this one on every scenario: an A/B in one run
   --min-ratio <ratio> exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors
   --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)
   --abuse             send each hostile GraphQL document for 30 s beside normal traffic (--seconds <s>)
@@ -128,6 +130,7 @@ const { values: flags } = parseArgs({
     peers: { type: 'boolean', default: false },
     'with-fanout': { type: 'boolean', default: false },
     'write-baseline': { type: 'boolean', default: false },
+    compare: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -158,6 +161,7 @@ const options = {
   build: flags.build,
   peers: flags.peers,
   withFanout: flags['with-fanout'],
+  compare: flags.compare,
   only: flags.only?.split(',').map((s) => s.trim()),
   profile: flags.profile,
   production: flags.production,
@@ -506,6 +510,17 @@ async function main(): Promise<number> {
 
   const peerChildren: [string, ServerChild][] = [];
   const peerProblems: string[] = [];
+  if (options.compare) {
+    const dist = join(options.compare, 'dist', 'src');
+    const child = await startChild('compare', './appServer.ts', {
+      ...appEnv,
+      BENCH_OIDC_ISSUER: issuer,
+      NODE_ENV: 'production',
+      BENCH_DIST: `${dist}/`,
+    });
+    log(`compare (production, from ${dist}) listening at ${child.ready.url}`);
+    peerChildren.push(['compare', child]);
+  }
   if (options.peers) {
     for (const { name, script } of PEERS) {
       const child = await startChild(name, script, { DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema });
@@ -530,9 +545,13 @@ async function main(): Promise<number> {
       const f = await measure(floor, { ...scenario.request(floor.ready.url), expectBody: check.floorBody }, false);
       const peers: PeerResult[] = [];
       for (const [name, peer] of peerChildren) {
-        if (!PEER_SCENARIOS.has(scenario.name) || label !== 'production') continue;
+        if (label !== 'production' || (name !== 'compare' && !PEER_SCENARIOS.has(scenario.name))) continue;
         const expectBody = await checkPeer(scenario, name, peer.ready.url, check.floorBody);
-        const p = await measure(peer, { ...scenario.request(peer.ready.url), expectBody }, false);
+        const p = await measure(
+          peer,
+          { ...scenario.request(peer.ready.url), expectBody, normalize: ignoreBudgetCountdown },
+          false,
+        );
         peerProblems.push(
           ...p.warmupProblems.map((x) => `${name} ${x}`),
           ...problemsOf('floor', p.result).map((x) => x.replace(/^floor/, name)),
