@@ -59,6 +59,9 @@ try {
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('OTEL_'))),
     // The fan-out bench opens thousands of WebSockets from one address.
     ...(process.env.WS_MAX_PER_IP ? { WS_MAX_PER_IP: process.env.WS_MAX_PER_IP } : {}),
+    ...(process.env.HTTP_MAX_CONNECTIONS_PER_IP
+      ? { HTTP_MAX_CONNECTIONS_PER_IP: process.env.HTTP_MAX_CONNECTIONS_PER_IP }
+      : {}),
     ...(externalIssuer
       ? {
           OIDC_ISSUER: externalIssuer,

@@ -486,6 +486,8 @@ async function measure(
       BENCH_COMPILED: options.compiled ? '1' : undefined,
       // Every subscriber connects from this machine's one address.
       WS_MAX_PER_IP: String(options.connections + 100),
+      // The HTTP server's own bound on connections per address (256 by default) would refuse them before that.
+      HTTP_MAX_CONNECTIONS_PER_IP: String(options.connections + 100),
     },
     ['--expose-gc'],
   );
