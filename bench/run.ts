@@ -98,6 +98,8 @@ const USAGE = `usage: npm run bench -- [options]
   --write-baseline    write this run's list-of-100 figures to bench/results/baseline.json
   --compare <dir>     also measure a production replica built in another checkout (<dir>/dist, \`npm run build\`
                       there first), as the row "compare", beside this one on every scenario: an A/B in one run
+  --rounds <n>        with --compare: measure the app and the compare replica <n> times each, alternately, and
+                      print the CPU µs/req of every round and their medians (default 1)
   --min-ratio <ratio> exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors
   --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)
   --abuse             send each hostile GraphQL document for 30 s beside normal traffic (--seconds <s>)
@@ -131,6 +133,7 @@ const { values: flags } = parseArgs({
     'with-fanout': { type: 'boolean', default: false },
     'write-baseline': { type: 'boolean', default: false },
     compare: { type: 'string' },
+    rounds: { type: 'string', default: '1' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -162,6 +165,7 @@ const options = {
   peers: flags.peers,
   withFanout: flags['with-fanout'],
   compare: flags.compare,
+  rounds: Math.round(numberFlag('rounds', flags.rounds, 1, 20)),
   only: flags.only?.split(',').map((s) => s.trim()),
   profile: flags.profile,
   production: flags.production,
@@ -509,6 +513,7 @@ async function main(): Promise<number> {
   if (!chosen.length && !mixChosen) throw new Error(`--only matched no scenario`);
 
   const peerChildren: [string, ServerChild][] = [];
+  const abLines: string[] = [];
   const peerProblems: string[] = [];
   if (options.compare) {
     const dist = join(options.compare, 'dist', 'src');
@@ -565,6 +570,40 @@ async function main(): Promise<number> {
         log(
           `${scenario.name}: ${name} ${Math.round(p.result.stats.rps)} req/s, ${Math.round(p.result.cpuUsPerRequest)} µs/req`,
         );
+      }
+      const comparePeer = peerChildren.find(([name]) => name === 'compare')?.[1];
+      if (comparePeer && options.rounds > 1 && label === 'production') {
+        const ours = [a.result.cpuUsPerRequest];
+        const theirs = [peers.find((p) => p.name === 'compare')!.result.cpuUsPerRequest];
+        const theirBody = await checkPeer(scenario, 'compare', comparePeer.ready.url, check.floorBody);
+        for (let round = 1; round < options.rounds; round++) {
+          const pair = [
+            () =>
+              measure(
+                app,
+                { ...scenario.request(app.ready.url), expectBody: check.appBody, normalize: ignoreBudgetCountdown },
+                false,
+              ).then((m) => ours.push(m.result.cpuUsPerRequest)),
+            () =>
+              measure(
+                comparePeer,
+                { ...scenario.request(comparePeer.ready.url), expectBody: theirBody, normalize: ignoreBudgetCountdown },
+                false,
+              ).then((m) => theirs.push(m.result.cpuUsPerRequest)),
+          ];
+          // Alternate which goes first, so that a trend in the machine's load falls on both alike.
+          for (const step of round % 2 ? pair.reverse() : pair) await step();
+        }
+        const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+        const line =
+          `${scenario.name} A/B over ${options.rounds} rounds, CPU µs/req: this build ${ours.map(Math.round).join(', ')} ` +
+          `(median ${Math.round(med(ours))}); compare ${theirs.map(Math.round).join(', ')} (median ${Math.round(med(theirs))}); ` +
+          `this/compare ${(med(ours) / med(theirs)).toFixed(3)}; load average ${os
+            .loadavg()
+            .map((l) => l.toFixed(2))
+            .join(' ')}`;
+        abLines.push(line);
+        log(line);
       }
       const result: ScenarioResult = {
         ...(peers.length ? { peers } : {}),
@@ -645,6 +684,7 @@ async function main(): Promise<number> {
   if (cacheMix) console.log(`\n${renderMix(cacheMix)}`);
   for (const p of profiles) console.log(`\n${renderProfile(p.scenario, p.path, p.summary)}`);
 
+  if (abLines.length) console.log(`\n${abLines.join('\n')}`);
   let exitCode = 0;
   const failures: string[] = [];
   if (peerProblems.length) console.log(`\nPeers FLAGGED: ${peerProblems.join('; ')}`);
