@@ -533,7 +533,7 @@ async function main(): Promise<number> {
       peerChildren.push([name, child]);
     }
   }
-  const profiles: { scenario: string; path: string; summary: ProfileSummary }[] = [];
+  const profiles: { scenario: string; path: string; summary: ProfileSummary; usPerRequest: number }[] = [];
   /** Every chosen scenario against one app instance, each beside a fresh floor run. */
   async function runScenarios(app: ServerChild, label: string): Promise<ScenarioResult[]> {
     const results: ScenarioResult[] = [];
@@ -631,7 +631,12 @@ async function main(): Promise<number> {
       if (a.result.profile) {
         const path = join(profileDir, `${label}-${scenario.name}.cpuprofile`);
         await rename(a.result.profile, path);
-        profiles.push({ scenario: `${label} ${scenario.name}`, path, summary: await summarizeProfile(path) });
+        profiles.push({
+          scenario: `${label} ${scenario.name}`,
+          path,
+          summary: await summarizeProfile(path, 20),
+          usPerRequest: a.result.cpuUsPerRequest,
+        });
       }
     }
     return results;
@@ -682,7 +687,7 @@ async function main(): Promise<number> {
     console.log(renderTables(development));
   }
   if (cacheMix) console.log(`\n${renderMix(cacheMix)}`);
-  for (const p of profiles) console.log(`\n${renderProfile(p.scenario, p.path, p.summary)}`);
+  for (const p of profiles) console.log(`\n${renderProfile(p.scenario, p.path, p.summary, p.usPerRequest)}`);
 
   if (abLines.length) console.log(`\n${abLines.join('\n')}`);
   let exitCode = 0;
