@@ -33,9 +33,10 @@ async function memory(): Promise<MemoryReading> {
 try {
   // BENCH_COMPILED runs the build in dist/ (`npm run build`), as production does. From the sources, tsx gives every
   // named closure a `name` property (esbuild's keepNames), which costs memory per closure that production never pays.
-  // BENCH_DIST (--compare): another checkout's build, measured beside this one's in the same run.
+  // BENCH_DIST: the build to run, as an absolute path (the bench sets it to this checkout's dist/src/, or with
+  // --compare another checkout's); without it, BENCH_COMPILED means ../dist/src from here.
   const from = process.env.BENCH_DIST
-    ? pathToFileURL(process.env.BENCH_DIST).href
+    ? pathToFileURL(process.env.BENCH_DIST).href.replace(/\/$/, '')
     : process.env.BENCH_COMPILED
       ? '../dist/src'
       : '../src';

@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { loginWithPkce } from '../src/auth/pkceLogin.js';
-import { cleanupOnce, startChild, type ServerChild } from './children.js';
+import { buildChildren, cleanupOnce, startChild, type ServerChild } from './children.js';
 import { connect, customerIdOf, growOrders, postgresProblem, recentOrdersPlan, someOrderOf } from './data.js';
 import { readMachineCpu } from './cpu.js';
 import type { CpuTime } from './ipc.js';
@@ -48,8 +48,12 @@ if (!fromSources) {
     });
   }
   process.env.BENCH_COMPILED = '1';
+  // Absolute, so that the children built to JavaScript (bench/results/children/) find it too.
+  process.env.BENCH_DIST = fileURLToPath(new URL('../dist/src/', import.meta.url));
+  await buildChildren();
 } else {
   delete process.env.BENCH_COMPILED;
+  delete process.env.BENCH_DIST;
 }
 /** Options of the main bench that the separate benches below do not take. */
 const sharedFlags = (args: string[]) => args.filter((a) => a !== '--no-build');
