@@ -63,7 +63,17 @@ const SQL_ONLY_IN_STORE = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.data/', 'src/generated/', '__tests__/generated/', 'scratch/'] },
+  {
+    ignores: [
+      'node_modules/',
+      'dist/',
+      '.data/',
+      'src/generated/',
+      '__tests__/generated/',
+      'scratch/',
+      'bench/results/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -215,7 +215,7 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
     rolesClaim: config.oidc.rolesClaim,
     linkClaim: config.scim.linkClaim,
     // The embedded provider's keys are at hand; any other issuer's come from its discovery document.
-    keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer),
+    keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer, config.oidc.jwksMaxAgeSeconds * 1000),
     dpop: createDpopProofVerifier({ publicUrl: config.publicUrl, replay: proofReplay }),
   });
   const sessionStore = createSessionStore(db, { loginAttemptsPerIp: config.loginAttemptsPerIp });

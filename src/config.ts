@@ -162,6 +162,7 @@ const EnvSchema = z.object({
     .trim()
     .regex(/^[^.\s]+(\.[^.\s]+)*$/, 'ROLES_CLAIM must be a dotted claim path such as realm_access.roles')
     .default('roles'),
+  OIDC_JWKS_MAX_AGE_S: z.coerce.number().int().min(1).max(86_400).default(600),
   CORS_ORIGINS: z
     .string()
     .default('')
@@ -359,6 +360,11 @@ export interface Config {
     readonly clientSecret?: string;
     readonly audience: string;
     readonly rolesClaim: string;
+    /**
+     * An external issuer's JWKS is fetched again once it is this old (and at most this often for an unknown key id):
+     * the longest a key removed from the issuer's JWKS still validates tokens this replica has already verified.
+     */
+    readonly jwksMaxAgeSeconds: number;
     /** A plain-HTTP issuer is allowed in production (compose's Keycloak on the private network, tests). */
     readonly allowHttp: boolean;
   };
@@ -538,6 +544,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
       ...(e.OIDC_CLIENT_SECRET ? { clientSecret: e.OIDC_CLIENT_SECRET } : {}),
       audience: e.API_AUDIENCE,
       rolesClaim: e.ROLES_CLAIM,
+      jwksMaxAgeSeconds: e.OIDC_JWKS_MAX_AGE_S,
       allowHttp: e.OIDC_ALLOW_HTTP,
     },
     corsOrigins: e.CORS_ORIGINS,
