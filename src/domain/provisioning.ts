@@ -169,6 +169,10 @@ export function createProvisioning(deps: { storage: Storage; feed: DirectoryFeed
         const input = change(current);
         checkUser(input);
         await uniqueUser(tx, input, id);
+        // The deny list is keyed by what tokens carry: a key leaving a refused user stays refused.
+        if (current.externalId !== null && input.externalId !== current.externalId) {
+          await tx.keepRefusing(id, newId('usr'), revision);
+        }
         const user = (await tx.updateUser(id, input, revision))!;
         await endSessions(tx, current, user);
         return user;
