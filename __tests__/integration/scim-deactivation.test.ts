@@ -335,7 +335,7 @@ describe.each(topologies)('a directory deactivation on %s', (_name, replicas) =>
      */
     const caughtUp = async () => {
       const marker = await freshToken('carol');
-      await rest(marker).expect(200);
+      await until(200, 10 * BOUND_MS, () => rest(marker));
       await dir.patch(`/Users/${carol.id}`, [{ op: 'replace', path: 'active', value: false }]).expect(200);
       await until(401, 10 * BOUND_MS, () => rest(marker));
       await dir.patch(`/Users/${carol.id}`, [{ op: 'replace', path: 'active', value: true }]).expect(200);

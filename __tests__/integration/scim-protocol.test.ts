@@ -369,6 +369,26 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
       const res = await dir.get(`/Users?filter=${encodeURIComponent(filter)}`);
       assertScimError(res, 400, 'invalidFilter');
     }
+    // Dates that do not exist, or that the database cannot compare, are refused the same way on both resources.
+    const badDates = [
+      '2024-02-30T00:00:00Z',
+      '2023-02-29T00:00:00Z',
+      '2024-04-31T00:00:00Z',
+      '2024-01-01T24:00:00Z',
+      '2024-01-01T00:60:00Z',
+      '2024-13-01T00:00:00Z',
+      '0000-01-01T00:00:00Z',
+      '0001-01-01T00:00:00+00:01',
+      '2024-01-01T00:00:00+24:00',
+    ];
+    for (const date of badDates) {
+      for (const attribute of ['meta.created', 'meta.lastModified']) {
+        for (const resource of ['/Users', '/Groups']) {
+          const res = await dir.get(`${resource}?filter=${encodeURIComponent(`${attribute} gt "${date}"`)}`);
+          assertScimError(res, 400, 'invalidFilter');
+        }
+      }
+    }
     // At the edges: 32 comparisons and 8 levels are read.
     const edge = Array.from({ length: 32 }, (_, i) => `userName eq "u${i}"`).join(' or ');
     await dir.get(`/Users?filter=${encodeURIComponent(edge)}`).expect(200);
@@ -376,6 +396,34 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
       .get(`/Users?filter=${encodeURIComponent(`${'not ('.repeat(8)}userName eq "x"${')'.repeat(8)}`)}`)
       .expect(200);
     assertScimError(await dir.get('/Users?filter=a&filter=b'), 400, 'invalidValue');
+  });
+
+  test('dates filter by pr and by any offset: every resource has meta.created and meta.lastModified', async () => {
+    await create();
+    const created = await dir.post('/Groups', { schemas: [GROUP_SCHEMA], displayName: unique('dated') }).expect(201);
+    for (const resource of ['/Users', '/Groups']) {
+      const total = (await dir.get(`${resource}?count=0`).expect(200)).body.totalResults as number;
+      assert.ok(total > 0);
+      for (const filter of ['meta.created pr', 'meta.lastModified pr', 'meta.created gt "0001-01-01T23:59:00+23:59"']) {
+        const res = await dir.get(`${resource}?count=0&filter=${encodeURIComponent(filter)}`);
+        assert.equal(res.status, 200, `${resource} ${filter}: ${res.text}`);
+        assert.equal(res.body.totalResults, total, `${resource} ${filter}`);
+      }
+      const none = await dir.get(`${resource}?count=0&filter=${encodeURIComponent('not (meta.created pr)')}`);
+      assert.equal(none.body.totalResults, 0);
+    }
+    // An offset is the same instant: a minute after creation, written in UTC+14, finds nothing created later.
+    const at = new Date(Date.parse(created.body.meta.created) + 60_000);
+    const plus14 = new Date(at.getTime() + 14 * 3600_000).toISOString().slice(0, 19);
+    const later = await dir.get(
+      `/Groups?filter=${encodeURIComponent(`id eq "${created.body.id}" and meta.created gt "${plus14}+14:00"`)}`,
+    );
+    assert.equal(later.status, 200, later.text);
+    assert.equal(later.body.totalResults, 0);
+    const before = await dir.get(
+      `/Groups?filter=${encodeURIComponent(`id eq "${created.body.id}" and meta.created lt "${plus14}.000000+14:00"`)}`,
+    );
+    assert.equal(before.body.totalResults, 1);
   });
 
   test('PATCH follows RFC 7644 §3.5.2: add, replace and remove, with and without path, with value filters', async () => {
@@ -745,5 +793,26 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     const busy = directory(server.url, { token: 'still-not-the-secret', ip: ipOf() });
     const answers = await Promise.all(Array.from({ length: 60 }, () => busy.get('/Users')));
     assert.deepEqual(answers.map((a) => a.status).sort(), [...Array(50).fill(401), ...Array(10).fill(429)]);
+  });
+
+  test("anonymous sign-in starts from the directory's address do not lock the directory out: SCIM has its own budget", async () => {
+    const ip = ipOf();
+    const user = await create();
+    // 500 sign-in starts, 25 at a time, spend the address's whole budget (5,000 points, 10 each).
+    const starts: number[] = [];
+    for (let round = 0; round < 20; round++) {
+      const answers = await Promise.all(
+        Array.from({ length: 25 }, () => server.http.get('/auth/login').set('x-forwarded-for', ip)),
+      );
+      starts.push(...answers.map((a) => a.status));
+    }
+    assert.deepEqual([...new Set(starts)], [303]);
+    assert.equal((await server.http.get('/auth/login').set('x-forwarded-for', ip)).status, 429);
+    // The directory, from the same address, with its credential: answered, 16 at once.
+    const from = directory(server.url, { ip });
+    const reads = await Promise.all(Array.from({ length: 16 }, () => from.get('/Users?count=0')));
+    assert.deepEqual([...new Set(reads.map((r) => r.status))], [200]);
+    const patched = await from.patch(`/Users/${user.id}`, [{ op: 'replace', path: 'displayName', value: 'Still' }]);
+    assert.equal(patched.status, 200, patched.text);
   });
 });

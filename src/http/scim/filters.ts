@@ -17,7 +17,7 @@ export type Filterable<F extends string> = Readonly<Record<string, { field: F; k
 const STRING_OPS = new Set(['eq', 'ne', 'co', 'sw', 'ew', 'gt', 'ge', 'lt', 'le', 'pr']);
 const BOOLEAN_OPS = new Set(['eq', 'ne', 'pr']);
 const TIMESTAMP_OPS = new Set(['eq', 'ne', 'gt', 'ge', 'lt', 'le', 'pr']);
-const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$/i;
+const RFC3339 = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$/i;
 
 const invalid = (message: string) => new ScimError('invalidFilter', message);
 
@@ -97,8 +97,37 @@ function comparable(kind: FieldKind, value: unknown, attribute: string): string 
   }
   if (typeof value !== 'string') throw invalid(`${shown(attribute)} is compared with a string.`);
   if (value.includes('\u0000')) throw invalid(`${shown(attribute)} is compared with a string that holds a NUL.`);
-  if (kind === 'timestamp' && !(RFC3339.test(value) && !Number.isNaN(Date.parse(value)))) {
-    throw invalid(`${shown(attribute)} is compared with an RFC 3339 date-time.`);
-  }
+  if (kind === 'timestamp') return utcTimestamp(value, attribute);
   return value;
+}
+
+/**
+ * An RFC 3339 date-time as the same instant in UTC, its fraction kept: a date that does not exist (February 30th,
+ * hour 24) is refused rather than rolled over as Date.parse does, and so is an instant outside the years 1 to 9999,
+ * which PostgreSQL cannot compare. Any offset is accepted, since it is converted here.
+ */
+function utcTimestamp(value: string, attribute: string): string {
+  const wrong = () => invalid(`${shown(attribute)} is compared with an RFC 3339 date-time (a date that exists).`);
+  const m = RFC3339.exec(value);
+  if (!m) throw wrong();
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, ...number[]];
+  const fraction = m[7] ?? '';
+  const zone = m[8]!.toUpperCase();
+  const at = new Date(0);
+  at.setUTCFullYear(year, month! - 1, day);
+  at.setUTCHours(hour!, minute, second, 0);
+  const exists =
+    at.getUTCFullYear() === year &&
+    at.getUTCMonth() === month! - 1 &&
+    at.getUTCDate() === day &&
+    at.getUTCHours() === hour &&
+    at.getUTCMinutes() === minute &&
+    at.getUTCSeconds() === second;
+  const offset = zone === 'Z' ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4)));
+  if (!exists || (zone !== 'Z' && (Number(zone.slice(1, 3)) > 23 || Number(zone.slice(4)) > 59))) throw wrong();
+  const utc = new Date(at.getTime() - offset * 60_000);
+  if (utc.getUTCFullYear() < 1 || utc.getUTCFullYear() > 9999) {
+    throw invalid(`${shown(attribute)} is compared with a date-time outside the years 0001 to 9999.`);
+  }
+  return `${utc.toISOString().slice(0, 19)}${fraction}Z`;
 }
