@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import {
   assertScimError,
@@ -481,6 +482,39 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
       [[{ op: 'replace', path: 'id', value: 'usr_other' }], 400, 'mutability'],
       [[{ op: 'replace', path: 'meta.created', value: '2020-01-01T00:00:00Z' }], 400, 'mutability'],
       [[{ op: 'replace', value: { id: 'usr_someone_else' } }], 400, 'mutability'],
+      [[{ op: 'replace', value: { meta: { created: '2020-01-01T00:00:00Z' } } }], 400, 'mutability'],
+      [[{ op: 'add', value: { displayName: 'x', Groups: [] } }], 400, 'mutability'],
+      // A replace or remove whose value filter matches nothing has no target (RFC 7644 §3.5.2.2-3).
+      [[{ op: 'replace', path: 'emails[type eq "home"].value', value: 'h@y' }], 400, 'noTarget'],
+      [[{ op: 'replace', path: 'emails[type eq "home"]', value: { value: 'h@y' } }], 400, 'noTarget'],
+      [[{ op: 'remove', path: 'emails[type eq "home"]' }], 400, 'noTarget'],
+      [[{ op: 'remove', path: 'emails[value eq "nobody@y"].display' }], 400, 'noTarget'],
+      [
+        [
+          { op: 'remove', path: 'emails[type eq "work"]' },
+          { op: 'remove', path: 'emails[type eq "work"]' },
+        ],
+        400,
+        'noTarget',
+      ],
+      // Path filters are held to the limits of filter=: 33 comparisons, 9 levels, 1,001 characters.
+      [
+        [
+          {
+            op: 'replace',
+            path: `emails[${Array.from({ length: 33 }, (_, i) => `type eq "t${i}"`).join(' or ')}].value`,
+            value: 'x',
+          },
+        ],
+        400,
+        'invalidPath',
+      ],
+      [
+        [{ op: 'replace', path: `emails[${'not ('.repeat(9)}type eq "work"${')'.repeat(9)}].value`, value: 'x' }],
+        400,
+        'invalidPath',
+      ],
+      [[{ op: 'replace', path: `emails[value eq "${'a'.repeat(990)}"].value`, value: 'x' }], 400, 'invalidPath'],
       [[{ op: 'replace', path: 'urn:example:custom:2.0:User:shoeSize', value: '42' }], 400, 'invalidPath'],
       [[{ op: 'replace', path: 'emails[foo eq "x"].value', value: 'x' }], 400, 'invalidPath'],
       [[{ op: 'replace', path: 'name[givenName eq "x"]', value: 'x' }], 400, 'invalidPath'],
@@ -499,6 +533,14 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
       assertScimError(await dir.patch(`/Users/${user.id}`, operations), status, scimType);
     }
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    // At the edges: 32 comparisons and 8 levels in a path filter apply.
+    const thirtyTwo = Array.from({ length: 31 }, (_, i) => `type eq "t${i}"`)
+      .concat('type eq "work"')
+      .join(' or ');
+    now = await patch([{ op: 'replace', path: `emails[${thirtyTwo}].display`, value: 'Thirty-two' }]);
+    assert.equal(now.emails![0]!.display, 'Thirty-two');
+    now = await patch([{ op: 'remove', path: `emails[${'not ('.repeat(8)}type eq "work"${')'.repeat(8)}].display` }]);
+    assert.equal(now.emails![0]!.display, undefined);
     const noSchemas = await server.http
       .patch(`/scim/v2/Users/${user.id}`)
       .set({ authorization: `Bearer ${SCIM_TOKEN}`, 'content-type': 'application/scim+json' })
@@ -507,6 +549,26 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     // Nothing refused changed anything.
     const after = await dir.get(`/Users/${user.id}`).expect(200);
     assert.equal((after.body as ScimUser).meta.version, now.meta.version);
+  });
+
+  test("a PATCH's paths total at most 100,000 characters: at it they apply, one past it is 413", async () => {
+    const user = await create(unique('paths'), { emails: [{ value: 'p@example.com', type: 'work' }] });
+    const path = (length: number) => {
+      const head = 'emails[type eq "work" or value eq "';
+      const tail = '"].display';
+      return `${head}${'v'.repeat(length - head.length - tail.length)}${tail}`;
+    };
+    // 100 operations of 1,000 characters each: exactly the limit.
+    const ops = (last: number) =>
+      Array.from({ length: 100 }, (_, i) => ({ op: 'replace', path: path(i === 99 ? last : 1000), value: `d${i}` }));
+    const edge = await dir.patch(`/Users/${user.id}`, ops(1000));
+    assert.equal(edge.status, 200, edge.text);
+    assert.equal((edge.body as ScimUser).emails![0]!.display, 'd99');
+    const past = await dir.patch(`/Users/${user.id}`, [...ops(1000), { op: 'replace', path: 'x', value: 'y' }]);
+    assertScimError(past, 413);
+    // 8 directories at once at the limit: each applies or waits its turn, none fails.
+    const busy = await Promise.all(Array.from({ length: 8 }, () => dir.patch(`/Users/${user.id}`, ops(1000))));
+    assert.deepEqual([...new Set(busy.map((r) => r.status))], [200]);
   });
 
   test('a PATCH carries at most 1,000 operations: 1,000 apply, 1,001 and 10,000 are 413', async () => {
@@ -602,6 +664,22 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     assertScimError(await raw(''), 400, 'invalidSyntax');
     assertScimError(await raw(JSON.stringify(userBody(unique('t'))), 'text/plain'), 415);
     assertScimError(await raw(JSON.stringify(userBody(unique('t'))), 'application/scim+json; charset=utf-16'), 415);
+    // Bytes that are not UTF-8 (a UTF-16 byte order mark here) are 415 too, never stored as U+FFFD.
+    const latin = Buffer.concat([
+      Buffer.from('{"schemas":["' + USER_SCHEMA + '"],"userName":"'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('x"}'),
+    ]);
+    const notUtf8 = await fetch(`${server.url}/scim/v2/Users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SCIM_TOKEN}`, 'content-type': 'application/scim+json' },
+      body: latin,
+    });
+    assert.equal(notUtf8.status, 415);
+    assert.equal(notUtf8.headers.get('content-type'), SCIM_JSON);
+    assert.equal(((await notUtf8.json()) as { status: string }).status, '415');
+    const stored = await dir.get(`/Users?filter=${encodeURIComponent('userName co "\uFFFD"')}`).expect(200);
+    assert.equal(stored.body.totalResults, 0);
     // application/json is accepted as well as application/scim+json.
     await raw(JSON.stringify(userBody(unique('json'))), 'application/json').expect(201);
 
@@ -654,7 +732,28 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     await dir
       .post('/Users', userBody(unique('many'), { emails: Array.from({ length: 20 }, (_, i) => ({ value: `${i}@b` })) }))
       .expect(201);
-    assertScimError(await dir.post('/Users/usr_0000000000000000000000000a', userBody(unique('u'))), 405);
+    const notAllowed = await dir.post('/Users/usr_0000000000000000000000000a', userBody(unique('u')));
+    assertScimError(notAllowed, 405);
+    assert.equal(notAllowed.headers.allow, 'GET, HEAD, PUT, PATCH, DELETE');
+    const allowed: [string, string][] = [
+      ['/Users', 'GET, HEAD, POST'],
+      ['/Groups/', 'GET, HEAD, POST'],
+      ['/Groups/grp_0000000000000000000000000a', 'GET, HEAD, PUT, PATCH, DELETE'],
+      ['/ServiceProviderConfig', 'GET, HEAD'],
+      ['/Schemas', 'GET, HEAD'],
+      ['/ResourceTypes/User', 'GET, HEAD'],
+    ];
+    for (const [path, allow] of allowed) {
+      const method = path.startsWith('/Users') || path === '/Groups/' ? 'delete' : 'post';
+      const res = method === 'delete' ? await dir.delete(path) : await dir.post(path, {});
+      assertScimError(res, 405);
+      assert.equal(res.headers.allow, allow, path);
+    }
+    assertScimError(await dir.delete('/ServiceProviderConfig/x'), 404);
+    // White space around a userName is refused: Okta and Entra send it trimmed, and it would make a twin.
+    for (const userName of [' lead@example.com', 'trail@example.com ', 'tab@example.com\t']) {
+      assertScimError(await dir.post('/Users', userBody(userName)), 400, 'invalidValue');
+    }
   });
 
   test('groups carry members: Entra and Okta membership PATCHes, displayName filter, members left out on request', async () => {
@@ -802,12 +901,14 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     const starts: number[] = [];
     for (let round = 0; round < 20; round++) {
       const answers = await Promise.all(
-        Array.from({ length: 25 }, () => server.http.get('/auth/login').set('x-forwarded-for', ip)),
+        Array.from({ length: 25 }, () =>
+          request(server.running.publicUrl).get('/auth/login').set('x-forwarded-for', ip),
+        ),
       );
       starts.push(...answers.map((a) => a.status));
     }
-    assert.deepEqual([...new Set(starts)], [303]);
-    assert.equal((await server.http.get('/auth/login').set('x-forwarded-for', ip)).status, 429);
+    assert.deepEqual([...new Set(starts)], [302]);
+    assert.equal((await request(server.running.publicUrl).get('/auth/login').set('x-forwarded-for', ip)).status, 429);
     // The directory, from the same address, with its credential: answered, 16 at once.
     const from = directory(server.url, { ip });
     const reads = await Promise.all(Array.from({ length: 16 }, () => from.get('/Users?count=0')));

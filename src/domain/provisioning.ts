@@ -45,6 +45,10 @@ function text(value: string | null, attribute: string, { required = false } = {}
 
 function checkUser(input: DirectoryUserInput): void {
   text(input.userName, 'userName', { required: true });
+  // Okta and Entra send sign-in names trimmed; one that is not would be unique only by its white space.
+  if (input.userName.trim() !== input.userName) {
+    throw invalidValue('userName must not begin or end with white space.');
+  }
   text(input.externalId, 'externalId');
   text(input.displayName, 'displayName');
   for (const [part, value] of Object.entries(input.name ?? {})) if (value !== undefined) text(value, `name.${part}`);

@@ -38,6 +38,35 @@ export function checkFilterText(
   if (/[\u0000-\u001f\u007f]/.test(text)) throw new ScimError(failure, `The ${what} contains a control character.`);
 }
 
+/**
+ * The bounds every filter is held to, a list's `filter` and a PATCH path's value filter alike: at most
+ * MAX_COMPARISONS comparisons, nested at most MAX_DEPTH deep. Returns how many comparisons it has.
+ */
+export function checkFilterShape(
+  ast: Filter,
+  what = 'filter',
+  failure: 'invalidFilter' | 'invalidPath' = 'invalidFilter',
+): number {
+  let comparisons = 0;
+  const walk = (node: Filter, depth: number): void => {
+    if (depth > MAX_DEPTH) throw new ScimError(failure, `The ${what} nests deeper than ${MAX_DEPTH} levels.`);
+    switch (node.op) {
+      case 'and':
+      case 'or':
+        return node.filters.forEach((f) => walk(f, depth + 1));
+      case 'not':
+        return walk(node.filter, depth + 1);
+      case '[]':
+        return walk(node.valFilter, depth + 1);
+    }
+    if (++comparisons > MAX_COMPARISONS) {
+      throw new ScimError(failure, `The ${what} has more than ${MAX_COMPARISONS} comparisons.`);
+    }
+  };
+  walk(ast, 0);
+  return comparisons;
+}
+
 /** Parses a filter with scim2-parse-filter, after `checkFilterText`; any failure is invalidFilter. */
 export function parseFilterText(text: string, what = 'filter'): Filter {
   checkFilterText(text, what);
@@ -123,7 +152,8 @@ function utcTimestamp(value: string, attribute: string): string {
     at.getUTCHours() === hour &&
     at.getUTCMinutes() === minute &&
     at.getUTCSeconds() === second;
-  const offset = zone === 'Z' ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4)));
+  const offset =
+    zone === 'Z' ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4)));
   if (!exists || (zone !== 'Z' && (Number(zone.slice(1, 3)) > 23 || Number(zone.slice(4)) > 59))) throw wrong();
   const utc = new Date(at.getTime() - offset * 60_000);
   if (utc.getUTCFullYear() < 1 || utc.getUTCFullYear() > 9999) {
