@@ -21,7 +21,7 @@ interface ScimUser {
   externalId?: string;
   displayName?: string;
   name?: Record<string, string>;
-  emails?: { value: string; type?: string; primary?: boolean }[];
+  emails?: { value: string; type?: string; primary?: boolean; display?: string }[];
   active: boolean;
   meta: { resourceType: string; created: string; lastModified: string; version: string; location: string };
 }
