@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import {
   assertScimError,
   directory,
+  ERROR_SCHEMA,
   directoryAccessToken,
   GROUP_SCHEMA,
   SCIM_JSON,
@@ -54,7 +56,8 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
 
   beforeAll(async () => {
     // TRUST_PROXY lets each test speak from an address of its own (X-Forwarded-For).
-    server = await startTestServer({ SCIM_TOKEN, TRUST_PROXY: '1' });
+    // BODY_IDLE_TIMEOUT_S: a stalled body is answered (408) within a test's patience.
+    server = await startTestServer({ SCIM_TOKEN, TRUST_PROXY: '1', BODY_IDLE_TIMEOUT_S: '2' });
     dir = directory(server.url, { ip: ipOf() });
   });
   afterAll(() => server?.close());
@@ -569,6 +572,52 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     // 8 directories at once at the limit: each applies or waits its turn, none fails.
     const busy = await Promise.all(Array.from({ length: 8 }, () => dir.patch(`/Users/${user.id}`, ops(1000))));
     assert.deepEqual([...new Set(busy.map((r) => r.status))], [200]);
+  });
+
+  test('what the HTTP server answers by itself under /scim is a SCIM error: 431 for headers too large, 408 for a stalled body', async () => {
+    const padded = (path: string) =>
+      fetch(`${server.url}${path}`, {
+        headers: { authorization: `Bearer ${SCIM_TOKEN}`, 'x-padding': 'x'.repeat(20 * 1024) },
+      });
+    const big = await padded('/scim/v2/Users');
+    assert.equal(big.status, 431);
+    assert.equal(big.headers.get('content-type'), SCIM_JSON);
+    const bigBody = JSON.parse(await big.text()) as { schemas: string[]; status: string; detail: string };
+    assert.deepEqual(bigBody.schemas, [ERROR_SCHEMA]);
+    assert.equal(bigBody.status, '431');
+    assert.match(bigBody.detail, /exceed/);
+    // Elsewhere it stays problem details.
+    const rest = await padded('/v1/orders');
+    assert.equal(rest.status, 431);
+    assert.equal(rest.headers.get('content-type'), 'application/problem+json');
+
+    // Half a body, then nothing: after BODY_IDLE_TIMEOUT_S the answer is 408, as a SCIM error, and the connection ends.
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    const answer = new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      socket.on('close', () => resolve(text));
+      socket.on('error', () => undefined);
+    });
+    socket.write(
+      [
+        'POST /scim/v2/Users HTTP/1.1',
+        `Host: ${hostname}:${port}`,
+        `Authorization: Bearer ${SCIM_TOKEN}`,
+        'Content-Type: application/scim+json',
+        'Content-Length: 100',
+        '',
+        '{"schemas":',
+      ].join('\r\n'),
+    );
+    const raw = await answer;
+    const [head, body] = raw.split('\r\n\r\n') as [string, string];
+    assert.match(head, /^HTTP\/1\.1 408 /);
+    assert.match(head, /\r\nContent-Type: application\/scim\+json; charset=utf-8\r\n/i);
+    const timedOut = JSON.parse(body) as { schemas: string[]; status: string; detail: string };
+    assert.deepEqual(timedOut.schemas, [ERROR_SCHEMA]);
+    assert.equal(timedOut.status, '408');
   });
 
   test('a PATCH carries at most 1,000 operations: 1,000 apply, 1,001 and 10,000 are 413', async () => {
