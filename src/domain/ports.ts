@@ -111,7 +111,16 @@ export interface DirectoryRepository {
   externalIdTaken(externalId: string, exceptId: string | null): Promise<boolean>;
   /** Inserts the user, replacing a deleted one with the same externalId; an inactive one is refused from now. */
   insertUser(id: string, input: DirectoryUserInput, revision: string): Promise<DirectoryUser>;
-  /** Replaces the user's attributes; going inactive refuses tokens issued before now, even after reactivation. */
+  /**
+   * When the user's externalId is about to change: keeps refusing the tokens its current key refuses now, as a
+   * deleted row of that key with the new `id` (all of them while the user is inactive, else those issued before its
+   * last deactivation). Nothing when the user refuses nothing.
+   */
+  keepRefusing(userId: string, id: string, revision: string): Promise<void>;
+  /**
+   * Replaces the user's attributes; going inactive refuses tokens issued before now, even after reactivation. A
+   * deleted row with the new externalId is what the user takes over: the tokens it refused stay refused.
+   */
   updateUser(id: string, input: DirectoryUserInput, revision: string): Promise<DirectoryUser | null>;
   /** Marks the user deleted (and inactive) and takes it out of every group. */
   deleteUser(id: string, revision: string): Promise<boolean>;

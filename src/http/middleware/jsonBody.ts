@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 
 /** A JSON body the client must fix, in the shape body-parser's own errors have (see problems/unreadableRequests.ts). */
@@ -18,6 +19,8 @@ export function jsonBodyParser(opts: {
   limit: string;
   type?: string | readonly string[] | ((req: Request) => boolean);
   strict?: boolean;
+  /** Bytes that are not UTF-8 are 415 (SCIM says so), where the decoder would put U+FFFD in their place. */
+  utf8Only?: boolean;
 }): RequestHandler {
   const parse = express.json({
     limit: opts.limit,
@@ -25,6 +28,7 @@ export function jsonBodyParser(opts: {
     ...(opts.type === undefined ? {} : { type: opts.type as never }),
     verify: (_req, _res, body) => {
       if (body.length === 0) throw refused('entity.parse.failed', 'empty body');
+      if (opts.utf8Only && !isUtf8(body)) throw refused('charset.unsupported', 'the body is not UTF-8');
     },
   });
   return (req: Request, res: Response, next: NextFunction) => {

@@ -1,15 +1,27 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { PROBLEM_TYPES, problemBody, type ApiErrorCode } from './catalogue.js';
+import { PROBLEM_TYPES, problemBody, problemInstance, type ApiErrorCode } from './catalogue.js';
+import { SCIM_ERROR_SCHEMA, SCIM_MEDIA_TYPE } from './scimErrors.js';
 
-/** The headers every problem the server writes by itself carries (the app's security headers are not on these). */
-const PROBLEM_HEADERS = {
-  'Content-Type': 'application/problem+json',
-  'Cache-Control': 'no-store',
-  'X-Content-Type-Options': 'nosniff',
-} as const;
+/** The headers every answer the server writes by itself carries (the app's security headers are not on these). */
+const COMMON_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' } as const;
+
+/** SCIM's endpoints, as Express routes them (case-insensitively): their clients read SCIM error messages only. */
+const SCIM_PATH = /^\/scim(?:\/|$)/i;
 
 /**
- * Problem details written by the HTTP server itself, on a ServerResponse that Express never sees: while the app
+ * An answer the server writes by itself, in the format the request's path is answered in: the SCIM error message
+ * (RFC 7644 §3.12) under /scim, problem details everywhere else. `target` is the request target as sent.
+ */
+function serverAnswer(code: ApiErrorCode, detail: string, target: string) {
+  if (!SCIM_PATH.test(problemInstance(target))) {
+    return { type: 'application/problem+json', body: JSON.stringify(problemBody(code, detail, target)) };
+  }
+  const status = String(PROBLEM_TYPES[code].status);
+  return { type: SCIM_MEDIA_TYPE, body: JSON.stringify({ schemas: [SCIM_ERROR_SCHEMA], status, detail }) };
+}
+
+/**
+ * Problem details (a SCIM error under /scim) written by the HTTP server itself, on a ServerResponse that Express never sees: while the app
  * starts, for a request without Host, while draining, and for a request cut off in the middle of its body.
  */
 export function sendEarlyProblem(
@@ -19,9 +31,12 @@ export function sendEarlyProblem(
   detail: string,
   headers: Readonly<Record<string, string>> = {},
 ): void {
-  const body = JSON.stringify(problemBody(code, detail, req.url ?? '/'));
+  // Express rewrites `url` under a mounted router (`/Users` under /scim/v2); `originalUrl` is what was sent.
+  const sent = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
+  const { type, body } = serverAnswer(code, detail, sent);
   res.writeHead(PROBLEM_TYPES[code].status, PROBLEM_TYPES[code].title, {
-    ...PROBLEM_HEADERS,
+    ...COMMON_HEADERS,
+    'Content-Type': type,
     'Content-Length': Buffer.byteLength(body),
     ...headers,
   });
@@ -39,8 +54,13 @@ export function rawProblem(
   headers: Readonly<Record<string, string>> = {},
 ): string {
   const { status, title } = PROBLEM_TYPES[code];
-  const body = JSON.stringify(problemBody(code, detail, instance));
-  const fields = { ...PROBLEM_HEADERS, 'Content-Length': String(Buffer.byteLength(body)), ...headers };
+  const { type, body } = serverAnswer(code, detail, instance);
+  const fields = {
+    ...COMMON_HEADERS,
+    'Content-Type': type,
+    'Content-Length': String(Buffer.byteLength(body)),
+    ...headers,
+  };
   return [
     `HTTP/1.1 ${status} ${title}`,
     ...Object.entries(fields).map(([name, value]) => `${name}: ${value}`),
