@@ -23,6 +23,8 @@ const config: CodegenConfig = {
           Customer: '../domain/model.js#Customer',
           Product: '../domain/model.js#Product',
           Viewer: '../domain/policy.js#User',
+          WebhookEndpoint: '../domain/webhooks.js#WebhookEndpoint',
+          WebhookEndpointWithSecret: '../domain/webhookService.js#EndpointWithSecret',
         },
         avoidOptionals: { field: true, inputValue: false, object: false, defaultValue: false },
         maybeValue: 'T | null',

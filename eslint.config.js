@@ -23,10 +23,26 @@ const COMPOSITION_ROOT = {
 const intoHttp = (names, message) => ({ regex: `^(\\.\\./)+(${names.join('|')})(/|$)`, message });
 const packages = (names, message) => names.map((name) => ({ name, message }));
 
-/** no-restricted-imports for one layer: the database drivers always, plus its own packages and patterns. */
-const layer = ({ paths = [], patterns = [] }) => [
+/**
+ * OpenTelemetry's packages: only the SDK's module (imported on demand, when tracing is configured) loads them. Every
+ * layer, domain/ and store/ included, calls the port instead, src/tracing.ts, which imports nothing.
+ */
+const OPENTELEMETRY = {
+  regex: '^@opentelemetry/',
+  message:
+    'OpenTelemetry is loaded by http/observability/tracingSdk.ts alone, and only when tracing is on: call the port, src/tracing.ts.',
+};
+
+/**
+ * no-restricted-imports for one layer: the database drivers and OpenTelemetry always (but in the tracing SDK's
+ * module), plus its own packages and patterns.
+ */
+const layer = ({ paths = [], patterns = [], openTelemetry = false }) => [
   'error',
-  { paths: [...DATABASE_DRIVERS, ...paths], patterns: [COMPOSITION_ROOT, ...patterns] },
+  {
+    paths: [...DATABASE_DRIVERS, ...paths],
+    patterns: [COMPOSITION_ROOT, ...(openTelemetry ? [] : [OPENTELEMETRY]), ...patterns],
+  },
 ];
 
 /** Driver packages: only store/ talks to a database. */
@@ -47,7 +63,17 @@ const SQL_ONLY_IN_STORE = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.data/', 'src/generated/', '__tests__/generated/', 'scratch/'] },
+  {
+    ignores: [
+      'node_modules/',
+      'dist/',
+      '.data/',
+      'src/generated/',
+      '__tests__/generated/',
+      'scratch/',
+      'bench/results/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -137,12 +163,15 @@ export default tseslint.config(
     },
   },
   ...[
-    ['problems', 'observability'],
-    ['observability', 'problems'],
-  ].map(([self, other]) => ({
-    files: [`src/http/${self}/**/*.ts`],
+    ['problems', 'observability', ['src/http/problems/**/*.ts'], false],
+    ['observability', 'problems', ['src/http/observability/**/*.ts'], false],
+    // The one module that loads OpenTelemetry (observability/tracing.ts imports it on demand).
+    ['observability', 'problems', ['src/http/observability/tracingSdk.ts'], true],
+  ].map(([self, other, files, openTelemetry]) => ({
+    files,
     rules: {
       'no-restricted-imports': layer({
+        openTelemetry,
         patterns: [
           intoHttp(
             [...TRANSPORTS, 'pipeline', 'middleware', 'connections', other],
@@ -153,15 +182,36 @@ export default tseslint.config(
       }),
     },
   })),
+  // Webhook delivery works outside any request: it is handed the domain's ports and services by app.ts.
+  {
+    files: ['src/webhooks/**/*.ts'],
+    rules: {
+      'no-restricted-imports': layer({
+        patterns: [
+          {
+            regex: into('store', 'http', 'auth', 'resolvers', 'generated', 'context', 'config'),
+            message:
+              'webhooks/ sends what the domain decides over the ports it is handed: it imports no store, transport or auth.',
+          },
+        ],
+      }),
+    },
+  },
   {
     files: ['src/domain/**/*.ts'],
     rules: {
       'no-restricted-imports': layer({
+        // Its own message for OpenTelemetry, below.
+        openTelemetry: true,
         paths: packages(
           ['express', 'graphql', 'ioredis', 'pino'],
           'The domain knows no transport or infrastructure: declare a port in domain/ports.ts.',
         ),
         patterns: [
+          {
+            regex: '^@opentelemetry/',
+            message: 'The domain knows no tracing SDK: src/tracing.ts is the port every layer, the domain too, calls.',
+          },
           {
             regex: into('store', 'http', 'auth', 'resolvers', 'generated', 'config', 'context', 'html', 'logger'),
             message:
@@ -200,8 +250,9 @@ export default tseslint.config(
       'no-restricted-imports': layer({
         patterns: [
           {
-            regex: '^\\./(?!domain/)',
-            message: 'The context is built from the domain alone: every transport and resolver imports it.',
+            regex: '^\\./(?!domain/|tracing\\.js$)',
+            message:
+              'The context is built from the domain alone (the tracing port aside): every transport and resolver imports it.',
           },
         ],
       }),
@@ -228,6 +279,7 @@ export default tseslint.config(
         {
           patterns: [
             COMPOSITION_ROOT,
+            OPENTELEMETRY,
             {
               regex: into('http', 'resolvers', 'auth', 'context'),
               message: 'The store implements the ports domain/ports.ts declares; it imports no layer above it.',

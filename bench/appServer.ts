@@ -7,6 +7,7 @@
  * first instance's `/idp`), it runs as production does instead: a second replica that trusts that
  * issuer, with no embedded IdP of its own (see docs/auth.md).
  */
+import { pathToFileURL } from 'node:url';
 import { pino } from 'pino';
 import type * as ConfigModule from '../src/config.js';
 import type * as ServerModule from '../src/server.js';
@@ -32,7 +33,13 @@ async function memory(): Promise<MemoryReading> {
 try {
   // BENCH_COMPILED runs the build in dist/ (`npm run build`), as production does. From the sources, tsx gives every
   // named closure a `name` property (esbuild's keepNames), which costs memory per closure that production never pays.
-  const from = process.env.BENCH_COMPILED ? '../dist/src' : '../src';
+  // BENCH_DIST: the build to run, as an absolute path (the bench sets it to this checkout's dist/src/, or with
+  // --compare another checkout's); without it, BENCH_COMPILED means ../dist/src from here.
+  const from = process.env.BENCH_DIST
+    ? pathToFileURL(process.env.BENCH_DIST).href.replace(/\/$/, '')
+    : process.env.BENCH_COMPILED
+      ? '../dist/src'
+      : '../src';
   const { loadConfig } = (await import(`${from}/config.js`)) as typeof ConfigModule;
   const { startServer } = (await import(`${from}/server.js`)) as typeof ServerModule;
   const externalIssuer = process.env.BENCH_OIDC_ISSUER;
@@ -51,8 +58,13 @@ try {
     ...(process.env.RESULT_CACHE ? { RESULT_CACHE: process.env.RESULT_CACHE } : {}),
     // The tracing bench's replicas: OpenTelemetry's standard variables, as the process was given them.
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('OTEL_'))),
+    // The webhook bench's replica: its WEBHOOK_* settings, as the process was given them.
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('WEBHOOK_'))),
     // The fan-out bench opens thousands of WebSockets from one address.
     ...(process.env.WS_MAX_PER_IP ? { WS_MAX_PER_IP: process.env.WS_MAX_PER_IP } : {}),
+    ...(process.env.HTTP_MAX_CONNECTIONS_PER_IP
+      ? { HTTP_MAX_CONNECTIONS_PER_IP: process.env.HTTP_MAX_CONNECTIONS_PER_IP }
+      : {}),
     ...(externalIssuer
       ? {
           OIDC_ISSUER: externalIssuer,

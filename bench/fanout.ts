@@ -37,8 +37,9 @@ const USAGE = `usage: npm run bench -- --fanout [options]
   --events <n>          measured events: orders placed over REST one at a time (default 20)
   --spacing <ms>        pause between one event's last delivery and the next write (default 500)
   --profile             CPU-profile the app while the measured events fan out (slows it)
-  --compiled            run the app from dist/ (\`npm run build\` first), as production does, instead of
-                        the sources through tsx
+  --tsx                 run the app from the sources through tsx instead of dist/; by default it runs the tsc
+                        build in dist/ (\`npm run build\` first; \`npm run bench\` builds it), as production does
+  --compiled            accepted for older command lines: the default
 Set REDIS_URL to run the event bus over Redis pub/sub; each mode keeps its own entry in
 bench/results/fanout.json.`;
 
@@ -70,7 +71,8 @@ function parseOptions(args: string[]) {
       events: { type: 'string', default: '20' },
       spacing: { type: 'string', default: '500' },
       profile: { type: 'boolean', default: false },
-      compiled: { type: 'boolean', default: false },
+      compiled: { type: 'boolean', default: true },
+      tsx: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
@@ -110,7 +112,7 @@ function parseOptions(args: string[]) {
     events: int('events', values.events, 1, 200),
     spacingMs: int('spacing', values.spacing, 0, 10_000),
     profile: values.profile,
-    compiled: values.compiled,
+    compiled: !values.tsx,
   };
 }
 
@@ -250,7 +252,7 @@ interface PerSubscriber {
 }
 
 /** What one run reports (and writes to bench/results/fanout.json). */
-interface FanoutResult {
+export interface FanoutResult {
   readonly meta: {
     readonly date: string;
     readonly node: string;
@@ -284,6 +286,8 @@ interface FanoutResult {
     readonly firstDelivery: number;
     readonly lastDelivery: number;
     readonly lastDeliveryMax: number;
+    /** p99 over the events of the last subscriber's latency. */
+    readonly lastDeliveryP99: number;
     readonly writeResponse: number;
     /** GET /healthz sent just before each write (idle), and as each write answered (during the fan-out). */
     readonly healthIdle: number;
@@ -342,6 +346,8 @@ interface FloorResult {
   readonly subscriberProcessesMsPerEvent: number;
   /** Median over the events: the broadcast request sent → the last subscriber received it. */
   readonly lastDeliveryMs: number;
+  /** The same, p99 over the events. */
+  readonly lastDeliveryP99Ms: number;
 }
 
 /**
@@ -406,6 +412,7 @@ async function measureFloor(
       systemMsPerEvent: (cpuAfter.system - cpuBefore.system) / 1000 / options.events,
       subscriberProcessesMsPerEvent: (clientsAfter - clientsBefore) / 1000 / options.events,
       lastDeliveryMs: median(last),
+      lastDeliveryP99Ms: percentiles(last).p99,
     };
   } finally {
     await floor.stop();
@@ -425,6 +432,9 @@ interface EventTiming {
   readonly firstMs: number | null;
   readonly lastMs: number | null;
 }
+
+/** The last run's result in this process, for `npm run bench -- --peers --with-fanout`'s table. */
+export let lastResult: FanoutResult | undefined;
 
 export async function runFanout(args: string[]): Promise<number> {
   const options = parseOptions(args);
@@ -476,6 +486,8 @@ async function measure(
       BENCH_COMPILED: options.compiled ? '1' : undefined,
       // Every subscriber connects from this machine's one address.
       WS_MAX_PER_IP: String(options.connections + 100),
+      // The HTTP server's own bound on connections per address (256 by default) would refuse them before that.
+      HTTP_MAX_CONNECTIONS_PER_IP: String(options.connections + 100),
     },
     ['--expose-gc'],
   );
@@ -794,6 +806,7 @@ async function measure(
       firstDelivery: median(complete.map((t) => t.firstMs! - t.sentMs)),
       lastDelivery: median(complete.map((t) => t.lastMs! - t.sentMs)),
       lastDeliveryMax: Math.max(0, ...complete.map((t) => t.lastMs! - t.sentMs)),
+      lastDeliveryP99: percentiles(complete.map((t) => t.lastMs! - t.sentMs)).p99,
       writeResponse: median(timings.map((t) => t.respondedMs - t.sentMs)),
       healthIdle: median(timings.map((t) => t.idleHealthMs)),
       healthDuringFanout: median(timings.map((t) => t.busyHealthMs)),
@@ -833,6 +846,7 @@ async function measure(
     problems,
   };
 
+  lastResult = result;
   console.log(render(result));
   let profile: { path: string; summary: ProfileSummary } | undefined;
   if (profilePath) {
@@ -898,6 +912,7 @@ function render(r: FanoutResult): string {
     ['per event (median): write response', f1(e.writeResponse)],
     ['per event (median): first subscriber', f1(e.firstDelivery)],
     ['per event (median): last subscriber', f1(e.lastDelivery)],
+    ['per event (p99): last subscriber', f1(e.lastDeliveryP99)],
     ['per event (worst): last subscriber', f1(e.lastDeliveryMax)],
     ['GET /healthz before each write (median)', f1(e.healthIdle)],
     ['GET /healthz sent as the write answers (median)', f1(e.healthDuringFanout)],
@@ -978,7 +993,7 @@ function render(r: FanoutResult): string {
     ],
   ]);
   const floorLine =
-    `floor: ${fl.delivered} of ${fl.events} events reached every socket; last subscriber ${f1(fl.lastDeliveryMs)} ms (median) ` +
+    `floor: ${fl.delivered} of ${fl.events} events reached every socket; last subscriber ${f1(fl.lastDeliveryMs)} ms (median), ${f1(fl.lastDeliveryP99Ms)} ms (p99) ` +
     `after the broadcast request; subscriber processes ${f1(fl.subscriberProcessesMsPerEvent)} ms CPU per event.`;
   return [
     heading,

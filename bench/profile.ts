@@ -105,10 +105,22 @@ export async function summarizeProfile(path: string, top = 12): Promise<ProfileS
   return { busyMs: busy / 1000, byPlace: shares(perPlace), byFunction: shares(perFunction) };
 }
 
-export function renderProfile(scenario: string, path: string, s: ProfileSummary): string {
-  const rows = (list: readonly Share[]) => list.map((x) => `    ${x.percent.toFixed(1).padStart(5)} %  ${x.name}`);
+/**
+ * `usPerRequest`: the profiled run's CPU per request; each share is then also shown as µs per request (busy samples
+ * are wall-clock time on the thread, so shares of system calls grow when the machine is busy).
+ */
+export function renderProfile(scenario: string, path: string, s: ProfileSummary, usPerRequest?: number): string {
+  const us = (percent: number) =>
+    usPerRequest === undefined
+      ? ''
+      : `${Math.round((percent / 100) * usPerRequest)
+          .toString()
+          .padStart(5)} µs/req  `;
+  const rows = (list: readonly Share[]) =>
+    list.map((x) => `    ${x.percent.toFixed(1).padStart(5)} %  ${us(x.percent)}${x.name}`);
   return [
-    `Profile of the app during ${scenario} (${path}, ${Math.round(s.busyMs)} ms busy; self time):`,
+    `Profile of the app during ${scenario} (${path}, ${Math.round(s.busyMs)} ms busy; self time` +
+      `${usPerRequest === undefined ? '' : `; ${Math.round(usPerRequest)} µs CPU per request in the profiled run`}):`,
     '  by package or source file (node internals and native code charged to their caller):',
     ...rows(s.byPlace),
     '  by function:',

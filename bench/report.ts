@@ -47,6 +47,18 @@ export interface ScenarioResult {
   readonly identicalBodies: boolean;
   /** Anything that makes this row untrustworthy (errors, mismatches). Empty when clean. */
   readonly problems: readonly string[];
+  /** With --peers: the other GraphQL servers (bench/peers/) on the same request, measured right after the floor. */
+  readonly peers?: readonly PeerResult[];
+}
+
+/** A peer GraphQL server's run of one scenario, beside the app and the floor. */
+export interface PeerResult {
+  readonly name: string;
+  readonly result: SideResult;
+  /** peer req/s ÷ floor req/s */
+  readonly throughputRatio: number;
+  /** peer CPU µs/req ÷ floor CPU µs/req */
+  readonly cpuPerRequestRatio: number;
 }
 
 export function problemsOf(side: 'app' | 'floor', r: SideResult): string[] {
@@ -128,12 +140,60 @@ export function renderTables(results: readonly ScenarioResult[]): string {
     ),
   );
   const problems = results.flatMap((r) => r.problems.map((p) => `  ${r.name}: ${p}`));
+  const withPeers = results.filter((r) => r.peers?.length);
+  const peers = withPeers.length
+    ? table(
+        [['scenario', 'server', 'req/s', 'vs floor', 'app vs it', 'CPU µs/req', 'vs floor', 'p99 ms', 'other %']],
+        withPeers.flatMap((r) => [
+          [
+            r.name,
+            'app',
+            f0(r.app.stats.rps),
+            f2(r.throughputRatio),
+            '',
+            f0(r.app.cpuUsPerRequest),
+            f2(r.cpuPerRequestRatio),
+            f2(r.app.stats.p99Ms),
+            f0(r.app.cpu.otherPercent),
+          ],
+          [
+            '',
+            'floor',
+            f0(r.floor.stats.rps),
+            '1.00',
+            '',
+            f0(r.floor.cpuUsPerRequest),
+            '1.00',
+            f2(r.floor.stats.p99Ms),
+            f0(r.floor.cpu.otherPercent),
+          ],
+          ...r.peers!.map((p) => [
+            '',
+            p.name,
+            f0(p.result.stats.rps),
+            f2(p.throughputRatio),
+            f2(p.result.stats.rps ? r.app.stats.rps / p.result.stats.rps : 0),
+            f0(p.result.cpuUsPerRequest),
+            f2(p.cpuPerRequestRatio),
+            f2(p.result.stats.p99Ms),
+            f0(p.result.cpu.otherPercent),
+          ]),
+        ]),
+      )
+    : '';
   return [
     main,
     '',
     'Who had the CPU during each measured run (% of one core; the machine has ' +
       `${os.cpus().length}; "other" is everything else running on it):`,
     work,
+    ...(peers
+      ? [
+          '',
+          'Peers (bench/peers/, no auth), measured right after the floor; "app vs it" = app req/s ÷ its req/s:',
+          peers,
+        ]
+      : []),
     ...(problems.length ? ['', 'FLAGGED — these rows are not trustworthy:', ...problems] : []),
   ].join('\n');
 }

@@ -12,6 +12,7 @@
  *
  * `npm run bench -- --fanout [...]` runs the subscription fan-out bench instead (bench/fanout.ts).
  * `npm run bench -- --tracing [...]` measures what tracing costs (bench/tracing.ts).
+ * `npm run bench -- --webhooks [...]` measures webhook deliveries (bench/webhooks.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
@@ -21,32 +22,64 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { loginWithPkce } from '../src/auth/pkceLogin.js';
-import { cleanupOnce, startChild, type ServerChild } from './children.js';
+import { buildChildren, cleanupOnce, startChild, type ServerChild } from './children.js';
 import { connect, customerIdOf, growOrders, postgresProblem, recentOrdersPlan, someOrderOf } from './data.js';
 import { readMachineCpu } from './cpu.js';
 import type { CpuTime } from './ipc.js';
+import type { PeerResult } from './report.js';
 import { ignoreBudgetCountdown, runLoad, type LoadSpec } from './load.js';
 import { difference, readCounters } from './metrics.js';
 import { renderProfile, summarizeProfile, type ProfileSummary } from './profile.js';
 import { problemsOf, renderTables, type ScenarioResult, type SideResult } from './report.js';
 import { scenarioCatalogue, scenarios, type Scenario } from './scenarios.js';
 import { MIX_READS_PER_WRITE, runMix, type MixStats } from './mix.js';
+import { baselineOf, checkAgainstBaseline, renderTargets, writeBaseline, type FanoutFigures } from './targets.js';
+import { execFileSync } from 'node:child_process';
+
+// Every bench measures the tsc build in dist/ (`npm run build`, run here first), as production runs it; the
+// sources through tsx only with --tsx. --no-build measures dist/ as it is.
+const fromSources = process.argv.includes('--tsx');
+if (!fromSources) {
+  if (!process.argv.includes('--no-build') && !process.argv.includes('--help')) {
+    console.error('[bench] npm run build (the app runs from dist/, as production runs it; --tsx for the sources)');
+    const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
+    execFileSync(process.execPath, [tsc, '-b', 'tsconfig.build.json'], {
+      cwd: fileURLToPath(new URL('..', import.meta.url)),
+      stdio: 'inherit',
+    });
+  }
+  process.env.BENCH_COMPILED = '1';
+  // Absolute, so that the children built to JavaScript (bench/results/children/) find it too.
+  process.env.BENCH_DIST = fileURLToPath(new URL('../dist/src/', import.meta.url));
+  await buildChildren();
+} else {
+  delete process.env.BENCH_COMPILED;
+  delete process.env.BENCH_DIST;
+}
+/** Options of the main bench that the separate benches below do not take. */
+const sharedFlags = (args: string[]) => args.filter((a) => a !== '--no-build');
 
 // A separate bench with its own options: WebSocket subscription fan-out (see bench/fanout.ts).
 if (process.argv.includes('--fanout')) {
   const { runFanout } = await import('./fanout.js');
-  process.exit(await runFanout(process.argv.slice(2).filter((a) => a !== '--fanout')));
+  process.exit(await runFanout(sharedFlags(process.argv.slice(2)).filter((a) => a !== '--fanout')));
 }
 // Hostile GraphQL documents beside normal traffic (see bench/abuse.ts).
 if (process.argv.includes('--abuse')) {
   const { runAbuse } = await import('./abuse.js');
-  process.exit(await runAbuse(process.argv.slice(2).filter((a) => a !== '--abuse')));
+  process.exit(await runAbuse(sharedFlags(process.argv.slice(2)).filter((a) => a !== '--abuse' && a !== '--tsx')));
+}
+
+// Webhook deliveries to a local receiver, at 1 and 100 endpoints (see bench/webhooks.ts).
+if (process.argv.includes('--webhooks')) {
+  const { runWebhooks } = await import('./webhooks.js');
+  process.exit(await runWebhooks(process.argv.slice(2).filter((a) => a !== '--webhooks')));
 }
 
 // What tracing costs: off against on at 100 % and at 1 % sampling (see bench/tracing.ts).
 if (process.argv.includes('--tracing')) {
   const { runTracing } = await import('./tracing.js');
-  process.exit(await runTracing(process.argv.slice(2).filter((a) => a !== '--tracing')));
+  process.exit(await runTracing(sharedFlags(process.argv.slice(2)).filter((a) => a !== '--tracing' && a !== '--tsx')));
 }
 
 /** The result-cache scenario's name for --only: 95 % reads of the list of 100, 5 % writes, RESULT_CACHE=on. */
@@ -65,10 +98,24 @@ const USAGE = `usage: npm run bench -- [options]
                       (NODE_ENV=production, its issuer a separate process: the development instance's /idp),
                       so the measured process never serves the IdP; the development instance follows.
   --profile           CPU-profile the app during each measured run (slows it; numbers are then not comparable)
-  --check <ratio>     exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors
+  --tsx               run the measured replica from the sources through tsx instead of the tsc build in dist/
+                      (by default the bench runs \`npm run build\` first and measures dist/, as production runs it)
+  --no-build          measure dist/ as it is, without running \`npm run build\` first
+  --peers             also measure Mercurius + graphql-jit and GraphQL Yoga (bench/peers/) on the list and one-order
+                      scenarios, beside the app and the floor, and print the issue-27 table
+  --with-fanout       then run the fan-out bench (defaults, compiled) in the same invocation, for that table's rows
+  --check             exit 1 if the list of 100's CPU efficiency against the floor (floor CPU/req ÷ app CPU/req) is
+                      more than 15 % below bench/results/baseline.json's, or any run had errors
+  --write-baseline    write this run's list-of-100 figures to bench/results/baseline.json
+  --compare <dir>     also measure a production replica built in another checkout (<dir>/dist, \`npm run build\`
+                      there first), as the row "compare", beside this one on every scenario: an A/B in one run
+  --rounds <n>        with --compare: measure the app and the compare replica <n> times each, alternately, and
+                      print the CPU µs/req of every round and their medians (default 1)
+  --min-ratio <ratio> exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors
   --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)
   --abuse             send each hostile GraphQL document for 30 s beside normal traffic (--seconds <s>)
   --tracing           CPU per request with tracing off, on at 100 % and at 1 % sampling (--rounds, --requests)
+  --webhooks          deliveries/s to a local receiver and p99 from commit to delivery, at 1 and 100 endpoints
 
 scenarios (--only):
 ${scenarioCatalogue()
@@ -90,7 +137,15 @@ const { values: flags } = parseArgs({
     profile: { type: 'boolean', default: false },
     production: { type: 'boolean', default: true },
     development: { type: 'boolean', default: true },
-    check: { type: 'string' },
+    check: { type: 'boolean', default: false },
+    'min-ratio': { type: 'string' },
+    tsx: { type: 'boolean', default: false },
+    build: { type: 'boolean', default: true },
+    peers: { type: 'boolean', default: false },
+    'with-fanout': { type: 'boolean', default: false },
+    'write-baseline': { type: 'boolean', default: false },
+    compare: { type: 'string' },
+    rounds: { type: 'string', default: '1' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -114,7 +169,15 @@ const options = {
   warmupSeconds: numberFlag('warmup', flags.warmup, 1, 60),
   connections: Math.round(numberFlag('connections', flags.connections, 1, 512)),
   orders: Math.round(numberFlag('orders', flags.orders, 0, 2_000_000)),
-  check: flags.check === undefined ? undefined : numberFlag('check', flags.check, 0, 100),
+  minRatio: flags['min-ratio'] === undefined ? undefined : numberFlag('min-ratio', flags['min-ratio'], 0, 100),
+  check: flags.check,
+  writeBaseline: flags['write-baseline'],
+  compiled: !flags.tsx,
+  build: flags.build,
+  peers: flags.peers,
+  withFanout: flags['with-fanout'],
+  compare: flags.compare,
+  rounds: Math.round(numberFlag('rounds', flags.rounds, 1, 20)),
   only: flags.only?.split(',').map((s) => s.trim()),
   profile: flags.profile,
   production: flags.production,
@@ -172,6 +235,27 @@ async function checkSameWork(scenario: Scenario, app: string, floor: string) {
 }
 
 const cpuMicros = (t: CpuTime) => t.user + t.system;
+
+/** The peers (bench/peers/): each serves the list and one-order scenarios' schema subset, without auth. */
+const PEERS = [
+  { name: 'mercurius+jit', script: './peers/mercurius.ts' },
+  { name: 'yoga', script: './peers/yoga.ts' },
+] as const;
+const PEER_SCENARIOS = new Set(['recentOrders-20', 'recentOrders-100', 'order-by-id']);
+
+/** A peer must answer 200, without errors, about the same records as the floor; returns its body. */
+async function checkPeer(scenario: Scenario, name: string, peer: string, floorBody: string): Promise<string> {
+  const answer = await fetchOnce(scenario.request(peer));
+  if (answer.status !== 200) throw new Error(`${scenario.name}: ${name} answered ${answer.status}: ${answer.text}`);
+  const body = JSON.parse(answer.text) as { errors?: unknown };
+  if (body.errors) throw new Error(`${scenario.name}: ${name} answered with errors: ${answer.text}`);
+  const ids = scenario.ids(body);
+  const floorIds = scenario.ids(JSON.parse(floorBody));
+  if (JSON.stringify(ids) !== JSON.stringify(floorIds)) {
+    throw new Error(`${scenario.name}: ${name} and the floor answered about different records:\n${ids}\n${floorIds}`);
+  }
+  return answer.text;
+}
 
 /** Warm-up, then the measured run with the server's counters and CPU time read around it. */
 async function measure(
@@ -440,7 +524,28 @@ async function main(): Promise<number> {
   const mixChosen = options.production && (!options.only || options.only.includes(MIX_NAME));
   if (!chosen.length && !mixChosen) throw new Error(`--only matched no scenario`);
 
-  const profiles: { scenario: string; path: string; summary: ProfileSummary }[] = [];
+  const peerChildren: [string, ServerChild][] = [];
+  const abLines: string[] = [];
+  const peerProblems: string[] = [];
+  if (options.compare) {
+    const dist = join(options.compare, 'dist', 'src');
+    const child = await startChild('compare', './appServer.ts', {
+      ...appEnv,
+      BENCH_OIDC_ISSUER: issuer,
+      NODE_ENV: 'production',
+      BENCH_DIST: `${dist}/`,
+    });
+    log(`compare (production, from ${dist}) listening at ${child.ready.url}`);
+    peerChildren.push(['compare', child]);
+  }
+  if (options.peers) {
+    for (const { name, script } of PEERS) {
+      const child = await startChild(name, script, { DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema });
+      log(`${name} listening at ${child.ready.url}`);
+      peerChildren.push([name, child]);
+    }
+  }
+  const profiles: { scenario: string; path: string; summary: ProfileSummary; usPerRequest: number }[] = [];
   /** Every chosen scenario against one app instance, each beside a fresh floor run. */
   async function runScenarios(app: ServerChild, label: string): Promise<ScenarioResult[]> {
     const results: ScenarioResult[] = [];
@@ -455,7 +560,65 @@ async function main(): Promise<number> {
         options.profile,
       );
       const f = await measure(floor, { ...scenario.request(floor.ready.url), expectBody: check.floorBody }, false);
+      const peers: PeerResult[] = [];
+      for (const [name, peer] of peerChildren) {
+        if (label !== 'production' || (name !== 'compare' && !PEER_SCENARIOS.has(scenario.name))) continue;
+        const expectBody = await checkPeer(scenario, name, peer.ready.url, check.floorBody);
+        const p = await measure(
+          peer,
+          { ...scenario.request(peer.ready.url), expectBody, normalize: ignoreBudgetCountdown },
+          false,
+        );
+        peerProblems.push(
+          ...p.warmupProblems.map((x) => `${name} ${x}`),
+          ...problemsOf('floor', p.result).map((x) => x.replace(/^floor/, name)),
+        );
+        peers.push({
+          name,
+          result: p.result,
+          throughputRatio: f.result.stats.rps ? p.result.stats.rps / f.result.stats.rps : 0,
+          cpuPerRequestRatio: f.result.cpuUsPerRequest ? p.result.cpuUsPerRequest / f.result.cpuUsPerRequest : 0,
+        });
+        log(
+          `${scenario.name}: ${name} ${Math.round(p.result.stats.rps)} req/s, ${Math.round(p.result.cpuUsPerRequest)} µs/req`,
+        );
+      }
+      const comparePeer = peerChildren.find(([name]) => name === 'compare')?.[1];
+      if (comparePeer && options.rounds > 1 && label === 'production') {
+        const ours = [a.result.cpuUsPerRequest];
+        const theirs = [peers.find((p) => p.name === 'compare')!.result.cpuUsPerRequest];
+        const theirBody = await checkPeer(scenario, 'compare', comparePeer.ready.url, check.floorBody);
+        for (let round = 1; round < options.rounds; round++) {
+          const pair = [
+            () =>
+              measure(
+                app,
+                { ...scenario.request(app.ready.url), expectBody: check.appBody, normalize: ignoreBudgetCountdown },
+                false,
+              ).then((m) => ours.push(m.result.cpuUsPerRequest)),
+            () =>
+              measure(
+                comparePeer,
+                { ...scenario.request(comparePeer.ready.url), expectBody: theirBody, normalize: ignoreBudgetCountdown },
+                false,
+              ).then((m) => theirs.push(m.result.cpuUsPerRequest)),
+          ];
+          // Alternate which goes first, so that a trend in the machine's load falls on both alike.
+          for (const step of round % 2 ? pair.reverse() : pair) await step();
+        }
+        const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+        const line =
+          `${scenario.name} A/B over ${options.rounds} rounds, CPU µs/req: this build ${ours.map(Math.round).join(', ')} ` +
+          `(median ${Math.round(med(ours))}); compare ${theirs.map(Math.round).join(', ')} (median ${Math.round(med(theirs))}); ` +
+          `this/compare ${(med(ours) / med(theirs)).toFixed(3)}; load average ${os
+            .loadavg()
+            .map((l) => l.toFixed(2))
+            .join(' ')}`;
+        abLines.push(line);
+        log(line);
+      }
       const result: ScenarioResult = {
+        ...(peers.length ? { peers } : {}),
         name: scenario.name,
         description: scenario.description,
         app: a.result,
@@ -480,7 +643,12 @@ async function main(): Promise<number> {
       if (a.result.profile) {
         const path = join(profileDir, `${label}-${scenario.name}.cpuprofile`);
         await rename(a.result.profile, path);
-        profiles.push({ scenario: `${label} ${scenario.name}`, path, summary: await summarizeProfile(path) });
+        profiles.push({
+          scenario: `${label} ${scenario.name}`,
+          path,
+          summary: await summarizeProfile(path, 20),
+          usPerRequest: a.result.cpuUsPerRequest,
+        });
       }
     }
     return results;
@@ -513,12 +681,13 @@ async function main(): Promise<number> {
     warmupSeconds: options.warmupSeconds,
     connections: options.connections,
     profiled: options.profile,
+    compiled: options.compiled,
     appMode: options.production ? 'production (external issuer)' : 'development (embedded IdP)',
   };
   console.log(
     `\nOrders API vs. floor (node:http + pg, same SQL) — ${meta.orders.toLocaleString('en-US')} orders, ` +
       `${options.connections} connections, ${options.seconds} s per run, ${meta.cpus} CPUs, Node ${meta.node}, ` +
-      `app in ${meta.appMode}` +
+      `app in ${meta.appMode}, ${options.compiled ? 'compiled (dist/)' : 'from the sources (tsx)'}` +
       (options.profile ? ' — PROFILED, app numbers are slowed by the profiler' : ''),
   );
   console.log(renderTables(results));
@@ -530,21 +699,60 @@ async function main(): Promise<number> {
     console.log(renderTables(development));
   }
   if (cacheMix) console.log(`\n${renderMix(cacheMix)}`);
-  for (const p of profiles) console.log(`\n${renderProfile(p.scenario, p.path, p.summary)}`);
+  for (const p of profiles) console.log(`\n${renderProfile(p.scenario, p.path, p.summary, p.usPerRequest)}`);
 
+  if (abLines.length) console.log(`\n${abLines.join('\n')}`);
   let exitCode = 0;
   const failures: string[] = [];
-  if (options.check !== undefined) {
+  if (peerProblems.length) console.log(`\nPeers FLAGGED: ${peerProblems.join('; ')}`);
+  if (options.minRatio !== undefined) {
     for (const r of results) {
-      if (r.throughputRatio < options.check) {
-        failures.push(`${r.name}: throughput ratio ${r.throughputRatio.toFixed(2)} is below ${options.check}`);
+      if (r.throughputRatio < options.minRatio) {
+        failures.push(`${r.name}: throughput ratio ${r.throughputRatio.toFixed(2)} is below ${options.minRatio}`);
       }
       if (r.problems.length) failures.push(`${r.name}: the run had errors`);
     }
-    console.log(
-      failures.length ? `\nCHECK FAILED:\n  ${failures.join('\n  ')}` : `\nCheck passed (ratio ≥ ${options.check}).`,
-    );
+  }
+  const baselineFile = join(resultsDir, 'baseline.json');
+  if (options.check) failures.push(...(await checkAgainstBaseline(baselineFile, results)));
+  if (options.check || options.minRatio !== undefined) {
+    console.log(failures.length ? `\nCHECK FAILED:\n  ${failures.join('\n  ')}` : '\nCheck passed.');
     if (failures.length) exitCode = 1;
+  }
+  if (options.writeBaseline) {
+    const commit = (() => {
+      try {
+        return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+      } catch {
+        return undefined;
+      }
+    })();
+    await mkdir(resultsDir, { recursive: true });
+    await writeBaseline(baselineFile, baselineOf(results, commit));
+    log(`baseline written to ${baselineFile}`);
+  }
+  for (const [, child] of peerChildren) await child.stop();
+  if (options.peers) {
+    let fanout: FanoutFigures | null = null;
+    if (options.withFanout) {
+      await cleanup();
+      const fan = await import('./fanout.js');
+      const code = await fan.runFanout(options.compiled ? [] : ['--tsx']);
+      const r = fan.lastResult;
+      if (code) exitCode = exitCode || code;
+      if (r) {
+        fanout = {
+          date: r.meta.date,
+          loadAverage: r.meta.loadAverage,
+          compiled: r.meta.compiled,
+          appMsPerEvent: r.cpu.serverMsPerEvent,
+          floorMsPerEvent: r.floor.userMsPerEvent + r.floor.systemMsPerEvent,
+          appLastP99Ms: r.perEventMs.lastDeliveryP99,
+          floorLastP99Ms: r.floor.lastDeliveryP99Ms,
+        };
+      }
+    }
+    console.log(`\n${renderTargets(results, fanout)}`);
   }
 
   await mkdir(resultsDir, { recursive: true });
@@ -558,7 +766,7 @@ async function main(): Promise<number> {
         development,
         ...(cacheMix ? { cacheMix } : {}),
         profiles,
-        ...(options.check !== undefined ? { check: { minRatio: options.check, failures } } : {}),
+        ...(options.check || options.minRatio !== undefined ? { check: { minRatio: options.minRatio, failures } } : {}),
       },
       null,
       2,

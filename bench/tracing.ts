@@ -7,18 +7,25 @@
  * in the replica's own process), the median over rounds. Targets (issue 26): ≤ 15 % more CPU per request at 100 %,
  * ≤ 3 % at 1 %. The load average is printed beside it: the machine is shared.
  *
- *   npm run bench -- --tracing [--rounds 5] [--requests 1500] [--connections 8]
+ * With --profile, each replica is CPU-profiled for one more run of each scenario after the measured rounds (the
+ * rounds' figures stay unprofiled); the summaries are printed and the profiles kept in bench/results/profiles/.
+ *
+ *   npm run bench -- --tracing [--rounds 5] [--requests 1500] [--connections 8] [--profile]
  */
 import { randomBytes } from 'node:crypto';
+import { rename } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loginWithPkce } from '../src/auth/pkceLogin.js';
 import { cleanupOnce, startChild, type ServerChild } from './children.js';
 import { connect, customerIdOf, someOrderOf } from './data.js';
 import type { CpuTime } from './ipc.js';
 import { runLoad } from './load.js';
+import { renderProfile, summarizeProfile } from './profile.js';
 import { scenarios } from './scenarios.js';
 
 const cpuMicros = (t: CpuTime) => t.user + t.system;
@@ -50,11 +57,14 @@ export async function runTracing(argv: string[]): Promise<number> {
       rounds: { type: 'string', default: '5' },
       requests: { type: 'string', default: '1500' },
       connections: { type: 'string', default: '8' },
+      profile: { type: 'boolean', default: false },
     },
   });
   const rounds = Math.max(1, Number(values.rounds) || 5);
   const amount = Math.max(100, Number(values.requests) || 1500);
   const connections = Math.max(1, Number(values.connections) || 8);
+  const profileDir = fileURLToPath(new URL('./results/profiles/', import.meta.url));
+  const profiles: string[] = [];
   const log = (message: string) => console.error(`[tracing] ${message}`);
   const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   const schema = `bench_${randomBytes(6).toString('hex')}`;
@@ -74,7 +84,12 @@ export async function runTracing(argv: string[]): Promise<number> {
     await client.end();
 
     const replica = (env: Record<string, string>) =>
-      startChild('app', './appServer.ts', { ...base, BENCH_OIDC_ISSUER: issuer, ...env });
+      startChild('app', './appServer.ts', {
+        ...base,
+        BENCH_OIDC_ISSUER: issuer,
+        ...(values.profile ? { BENCH_PROFILE_DIR: profileDir } : {}),
+        ...env,
+      });
     const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' };
     const sides: { name: string; child: ServerChild }[] = [
       { name: 'off', child: await replica({}) },
@@ -104,6 +119,17 @@ export async function runTracing(argv: string[]): Promise<number> {
           `${scenario.name} round ${round + 1}/${rounds}: ${sides.map((s) => `${s.name} ${Math.round(cpu[s.name]!.at(-1)!)} µs`).join(', ')}`,
         );
       }
+      if (values.profile) {
+        for (const side of sides) {
+          await side.child.request('profile-start');
+          await runLoad(scenario.request(side.child.ready.url), { connections, seconds: 5, amount });
+          const path = join(profileDir, `tracing-${side.name.replace(/\W+/g, '')}-${scenario.name}.cpuprofile`);
+          await rename((await side.child.request('profile-stop')) as string, path);
+          profiles.push(
+            renderProfile(`${scenario.name}, tracing ${side.name}`, path, await summarizeProfile(path, 25)),
+          );
+        }
+      }
       const off = median(cpu.off!);
       for (const side of sides) {
         const us = median(cpu[side.name]!);
@@ -128,6 +154,7 @@ export async function runTracing(argv: string[]): Promise<number> {
     );
     console.log('| --- | --- | ---: | ---: | --- | --- | ---: | --- |');
     for (const row of rows) console.log(row);
+    for (const profile of profiles) console.log(`\n${profile}`);
     return 0;
   } finally {
     await cleanup();

@@ -46,7 +46,7 @@ import {
   createWebSocketServer,
   endingStreamsOnRevoke,
 } from './http/realtime/index.js';
-import { createRestRouter } from './http/rest/index.js';
+import { createRestRouter, orderJson } from './http/rest/index.js';
 import { createScimRouter, scimNotConfigured } from './http/scim/index.js';
 import { buildSchema } from './resolvers/schema.js';
 import type { Database } from './store/db.js';
@@ -57,17 +57,31 @@ import { deleteOldEvents } from './store/events.js';
 import { deleteExpiredKeys } from './store/idempotency.js';
 import { createStorage } from './store/repositories.js';
 import { createSweeper } from './store/sweeper.js';
+import { deleteOldWebhookMessages } from './store/webhooks.js';
+import { createWebhookQueue } from './store/webhookQueue.js';
 import { tracing } from './tracing.js';
+import {
+  createDeliveryWorker,
+  createSender,
+  type CreateConnection,
+  type DeliveryWorker,
+  type HostLookup,
+} from './webhooks/index.js';
 
 export interface AppDeps {
   readonly config: Config;
   readonly db: Database;
   readonly logger: Logger;
   readonly redis?: Redis;
+  /**
+   * How webhook deliveries reach the network: a DNS lookup and a socket opener of the caller's (tests map names to
+   * addresses and count sockets, so that nothing leaves the machine). Node's own when absent.
+   */
+  readonly webhookNetwork?: { readonly lookup?: HostLookup; readonly createConnection?: CreateConnection };
 }
 
 /** Builds the whole HTTP application without listening, so tests and main share it: wiring only. */
-export async function createApp({ config, db, logger, redis }: AppDeps) {
+export async function createApp({ config, db, logger, redis, webhookNetwork }: AppDeps) {
   const metrics = createMetrics();
   db.onStatement = () => metrics.sqlStatements.inc();
   db.onAvailability = (available, cause) => {
@@ -99,7 +113,62 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     onChanges: (changes) => directory.apply(changes),
     ...(redis ? { redis } : {}),
   });
-  const services = createServices(createStorage(db), events, directoryFeed, { stepUp: config.stepUp });
+  const storage = createStorage(db);
+  const webhookConfig = config.webhooks;
+  if (webhookConfig.allowPrivateUrls && config.isProduction) {
+    logger.warn(
+      { event: 'webhooks.private_urls_allowed' },
+      'WEBHOOK_ALLOW_PRIVATE_URLS is on: webhooks may call http and loopback, private and metadata addresses',
+    );
+  }
+  const sender = createSender({
+    timeoutMs: webhookConfig.timeoutMs,
+    allowPrivate: webhookConfig.allowPrivateUrls,
+    // Endpoints may share a host: the per-endpoint bound is the claim's, the sockets only the replica's.
+    maxSocketsPerHost: Math.max(1, webhookConfig.concurrency),
+    ...webhookNetwork,
+  });
+  // The worker needs the services and the services tell the worker: it is set right below, before any request.
+  const queued: { worker?: DeliveryWorker } = {};
+  const services = createServices(
+    storage,
+    events,
+    directoryFeed,
+    { stepUp: config.stepUp },
+    {
+      directory,
+      targets: sender.targets,
+      requireHttps: config.isProduction && !webhookConfig.allowPrivateUrls,
+      maxAttempts: webhookConfig.retryScheduleSeconds.length,
+      onQueued: () => queued.worker?.nudge(),
+    },
+  );
+  const webhookQueue = createWebhookQueue(db);
+  metrics.webhookBacklog.source = () => webhookQueue.backlogSeconds();
+  const deliveries = createDeliveryWorker({
+    storage,
+    queue: webhookQueue,
+    service: services.webhooks,
+    sender,
+    represent: orderJson,
+    scheduleSeconds: webhookConfig.retryScheduleSeconds,
+    timeoutMs: webhookConfig.timeoutMs,
+    pollMs: webhookConfig.pollMs,
+    concurrency: webhookConfig.concurrency,
+    perEndpoint: webhookConfig.endpointConcurrency,
+    disableAfterMs: webhookConfig.disableAfterSeconds * 1000,
+    logger: logger.child({ component: 'webhooks' }),
+    metrics: {
+      attempt(result, seconds) {
+        metrics.webhookDeliveries.inc({ result });
+        if (result !== 'cancelled') metrics.webhookDeliverySeconds.observe(seconds);
+      },
+    },
+  });
+  queued.worker = deliveries;
+  // Every committed order event, from any replica, may make messages: derive and send them now.
+  bus.listen(() => deliveries.nudge());
+  deliveries.nudge();
   // Resolver spans are for debugging only (OTEL_GRAPHQL_RESOLVER_SPANS): the schema's resolvers are wrapped once.
   const schema = tracing.resolverSpans ? withResolverSpans(buildSchema()) : buildSchema();
   const budget = countingRefusals(
@@ -146,7 +215,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
     rolesClaim: config.oidc.rolesClaim,
     linkClaim: config.scim.linkClaim,
     // The embedded provider's keys are at hand; any other issuer's come from its discovery document.
-    keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer),
+    keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer, config.oidc.jwksMaxAgeSeconds * 1000),
     dpop: createDpopProofVerifier({ publicUrl: config.publicUrl, replay: proofReplay }),
   });
   const sessionStore = createSessionStore(db, { loginAttemptsPerIp: config.loginAttemptsPerIp });
@@ -171,6 +240,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       sessions: deleteExpiredSessions,
       orderEvents: deleteOldEvents,
       dpopProofIds: deleteExpiredProofIds,
+      webhookMessages: deleteOldWebhookMessages,
     },
   });
   // The session cookie authenticates GraphQL on every transport; REST stays token-only. Streams it opens end with
@@ -278,6 +348,7 @@ export async function createApp({ config, db, logger, redis }: AppDeps) {
       sse.close();
     },
     async close() {
+      await deliveries.close();
       await graphql.stop();
       await idp?.close();
       sse.close();

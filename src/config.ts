@@ -162,6 +162,7 @@ const EnvSchema = z.object({
     .trim()
     .regex(/^[^.\s]+(\.[^.\s]+)*$/, 'ROLES_CLAIM must be a dotted claim path such as realm_access.roles')
     .default('roles'),
+  OIDC_JWKS_MAX_AGE_S: z.coerce.number().int().min(1).max(86_400).default(600),
   CORS_ORIGINS: z
     .string()
     .default('')
@@ -273,6 +274,21 @@ const EnvSchema = z.object({
     .default('false')
     .refine((v) => /^(true|false|\d{1,2})$/.test(v), 'TRUST_PROXY must be true, false or a hop count')
     .transform((v) => (v === 'true' ? true : v === 'false' ? false : Number(v))),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  WEBHOOK_RETRY_SCHEDULE_S: z
+    .string()
+    .trim()
+    .default('0,5,300,1800,7200,18000,36000,36000')
+    .refine(
+      (v) => /^\d{1,6}(,\d{1,6}){0,19}$/.test(v.replace(/\s+/g, '')),
+      'WEBHOOK_RETRY_SCHEDULE_S must be 1 to 20 comma-separated whole seconds (each at most 999999)',
+    )
+    .transform((v) => v.replace(/\s+/g, '').split(',').map(Number)),
+  WEBHOOK_ALLOW_PRIVATE_URLS: trueOrFalse('WEBHOOK_ALLOW_PRIVATE_URLS'),
+  WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(0).max(1000).default(32),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
+  WEBHOOK_DISABLE_AFTER_S: z.coerce.number().int().min(1).max(31_536_000).default(432_000),
   ...TRACING_ENV,
 });
 
@@ -344,6 +360,11 @@ export interface Config {
     readonly clientSecret?: string;
     readonly audience: string;
     readonly rolesClaim: string;
+    /**
+     * An external issuer's JWKS is fetched again once it is this old (and at most this often for an unknown key id):
+     * the longest a key removed from the issuer's JWKS still validates tokens this replica has already verified.
+     */
+    readonly jwksMaxAgeSeconds: number;
     /** A plain-HTTP issuer is allowed in production (compose's Keycloak on the private network, tests). */
     readonly allowHttp: boolean;
   };
@@ -402,6 +423,22 @@ export interface Config {
    * `maxAgeSeconds` old (STEP_UP_ACR, STEP_UP_MAX_AGE_S). Null with STEP_UP_ACR=off.
    */
   readonly stepUp: { readonly acrValues: readonly string[]; readonly maxAgeSeconds: number } | null;
+  /** Webhook delivery (docs/webhooks.md). */
+  readonly webhooks: {
+    /** One attempt, resolving the host included, is cut after this long. */
+    readonly timeoutMs: number;
+    /** The delay before each attempt, in seconds; a message gets as many attempts as there are entries. */
+    readonly retryScheduleSeconds: readonly number[];
+    /** http and loopback/private targets admitted: development, tests, compose's internal network. */
+    readonly allowPrivateUrls: boolean;
+    /** How often each replica looks for due messages (new events also wake it). */
+    readonly pollMs: number;
+    /** Attempts in flight per replica (0: this replica sends none), and to one endpoint per replica. */
+    readonly concurrency: number;
+    readonly endpointConcurrency: number;
+    /** An endpoint failing continuously for this long is disabled. */
+    readonly disableAfterSeconds: number;
+  };
   /** Static limits and the cost ceiling every GraphQL document meets before anything runs, on every transport. */
   readonly graphql: {
     readonly maxDepth: number;
@@ -507,6 +544,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
       ...(e.OIDC_CLIENT_SECRET ? { clientSecret: e.OIDC_CLIENT_SECRET } : {}),
       audience: e.API_AUDIENCE,
       rolesClaim: e.ROLES_CLAIM,
+      jwksMaxAgeSeconds: e.OIDC_JWKS_MAX_AGE_S,
       allowHttp: e.OIDC_ALLOW_HTTP,
     },
     corsOrigins: e.CORS_ORIGINS,
@@ -542,6 +580,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     tracing: tracingConfig(e),
     scim: scimConfig(e),
     stepUp: e.STEP_UP_ACR ? { acrValues: e.STEP_UP_ACR, maxAgeSeconds: e.STEP_UP_MAX_AGE_S } : null,
+    webhooks: {
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE_S,
+      allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS,
+      pollMs: e.WEBHOOK_POLL_MS,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      endpointConcurrency: e.WEBHOOK_ENDPOINT_CONCURRENCY,
+      disableAfterSeconds: e.WEBHOOK_DISABLE_AFTER_S,
+    },
     graphql: {
       maxDepth: e.MAX_QUERY_DEPTH,
       maxAliases: e.MAX_ALIASES,

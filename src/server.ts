@@ -1,7 +1,7 @@
 import { createServer, maxHeaderSize, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { createApp, type App } from './app.js';
+import { createApp, type App, type AppDeps } from './app.js';
 import { serveMetrics, startTracing, type RefusalReason } from './http/observability/index.js';
 import {
   answerUnreadableRequest,
@@ -41,7 +41,7 @@ export async function startServer(
   config: Config,
   logger: Logger,
   /** An open database to use instead of config.database; the caller keeps ownership and closes it. */
-  opts: { db?: Database } = {},
+  opts: { db?: Database; webhookNetwork?: AppDeps['webhookNetwork'] } = {},
 ): Promise<RunningServer> {
   // Before anything that makes spans; with tracing off this loads nothing.
   const stopTracing = await startTracing(config.tracing, logger);
@@ -107,7 +107,13 @@ export async function startServer(
 
   let app: App | undefined;
   try {
-    app = await createApp({ config: { ...config, publicUrl }, db, logger, ...(redis ? { redis } : {}) });
+    app = await createApp({
+      config: { ...config, publicUrl },
+      db,
+      logger,
+      ...(redis ? { redis } : {}),
+      ...(opts.webhookNetwork ? { webhookNetwork: opts.webhookNetwork } : {}),
+    });
   } catch (error) {
     server.close();
     if (redis) await closeRedis(redis);

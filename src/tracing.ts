@@ -40,7 +40,10 @@ export interface SpanOptions {
   readonly links?: readonly TraceCarrier[];
   /** A new trace, whatever is active (unless `parent` is given). */
   readonly root?: boolean;
-  /** The span's parent instead of the active span (undefined: see `root`). */
+  /**
+   * The span's parent instead of the active span (undefined: see `root`). Without `parent` or `root`, a span asked for
+   * under an active span that is not recorded (a trace the sampler left out) is not made: `start` returns undefined.
+   */
   readonly parent?: Parent;
   /** Only when some span is active (statements and commands outside a request are not traced). */
   readonly requireParent?: boolean;
@@ -64,6 +67,12 @@ export interface Tracing {
   bind<F extends (...args: never[]) => unknown>(fn: F): F;
   /** The active span (a no-op span when none is). */
   active(): Span;
+  /**
+   * Whether the active span is recorded: false with tracing off, outside any span, and in a trace the sampler left
+   * out. A child of a span that is not recorded is never recorded either, so a caller that finds false skips all its
+   * work (attributes, a sanitized statement): `start` would make no span.
+   */
+  recording(): boolean;
   /** The active trace's id, for error answers; undefined when none is active. */
   traceId(): string | undefined;
   /** `{ trace_id, span_id }` of the active span, for log lines (pino's mixin). */
@@ -100,6 +109,7 @@ export const NOOP_TRACING: Tracing = Object.freeze({
   inSpan: <T>(_name: string, _options: SpanOptions, fn: (span: Span | undefined) => T) => fn(undefined),
   bind: <F>(fn: F) => fn,
   active: () => NOOP_SPAN,
+  recording: () => false,
   traceId: () => undefined,
   // A fresh object: pino merges a line's own fields into what the mixin returns.
   logFields: () => ({}),

@@ -42,6 +42,123 @@ export interface paths {
         patch: operations["patchOrder"];
         trace?: never;
     };
+    "/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's webhook endpoints, newest first */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /** Register an endpoint: it receives the order events its owner may read (at most 20 per owner) */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /** One of your webhook endpoints */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /** Remove the endpoint and its delivery log (If-Match honoured when sent) */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        /** The headers of GET, without the body */
+        head: operations["headWebhookEndpoint"];
+        /** Change the URL, events, description or enabled (JSON merge patch, conditional) */
+        patch: operations["patchWebhookEndpoint"];
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new secret; the old one stays valid for 24 hours, and both sign every message meanwhile */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /** The delivery log: each message, newest first, with its attempts */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/deliveries/{deliveryId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a message once more, now, with the same webhook-id */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a `ping` message to the endpoint */
+        post: operations["pingWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -116,10 +233,96 @@ export interface components {
              */
             maxAge?: number;
         };
+        NewWebhookEndpoint: {
+            /**
+             * Format: uri
+             * @description Where messages are POSTed: https (http only where WEBHOOK_ALLOW_PRIVATE_URLS is on), without credentials or fragment, resolving to public addresses only.
+             */
+            url: string;
+            events: ("order.created" | "order.status_changed" | "order.cancelled")[];
+            description?: string | null;
+        };
+        WebhookEndpointPatch: {
+            /**
+             * Format: uri
+             * @description Where messages are POSTed: https (http only where WEBHOOK_ALLOW_PRIVATE_URLS is on), without credentials or fragment, resolving to public addresses only.
+             */
+            url?: string;
+            events?: ("order.created" | "order.status_changed" | "order.cancelled")[];
+            description?: string | null;
+            /** @description false pauses deliveries; true resumes them, also after the service disabled the endpoint. */
+            enabled?: boolean;
+        };
+        WebhookEndpoint: {
+            id: string;
+            /** Format: uri */
+            url: string;
+            events: ("order.created" | "order.status_changed" | "order.cancelled")[];
+            description: string | null;
+            enabled: boolean;
+            /** @description Why the service disabled the endpoint (it failed continuously for WEBHOOK_DISABLE_AFTER_S). */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        WebhookEndpointWithSecret: {
+            id: string;
+            /** Format: uri */
+            url: string;
+            events: ("order.created" | "order.status_changed" | "order.cancelled")[];
+            description: string | null;
+            enabled: boolean;
+            /** @description Why the service disabled the endpoint (it failed continuously for WEBHOOK_DISABLE_AFTER_S). */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The signing secret (Standard Webhooks): shown only in this answer. */
+            secret: string;
+        };
+        WebhookEndpointPage: {
+            webhook_endpoints: components["schemas"]["WebhookEndpoint"][];
+            next_cursor: string | null;
+        };
+        WebhookAttempt: {
+            /** Format: date-time */
+            at: string;
+            /** Format: int32 */
+            duration_ms: number;
+            /** Format: int32 */
+            status_code: number | null;
+            /** @description Why there was no 2xx answer: HTTP <status>, a network error code, the timeout, a refused address. */
+            error: string | null;
+        };
+        WebhookDelivery: {
+            /** @description The webhook-id: the same on every attempt. */
+            id: string;
+            /** @enum {string} */
+            type: "order.created" | "order.status_changed" | "order.cancelled" | "ping";
+            /**
+             * @description cancelled: not sent, because its owner was deactivated at the directory.
+             * @enum {string}
+             */
+            status: "pending" | "delivered" | "failed" | "cancelled";
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            /** @description The newest 50 attempts, oldest first. */
+            attempts: components["schemas"]["WebhookAttempt"][];
+        };
+        WebhookDeliveryPage: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
+            next_cursor: string | null;
+        };
     };
     responses: never;
     parameters: {
         OrderId: string;
+        WebhookEndpointId: string;
         /** @description Unique per intended order; a retry with the same key and body replays the first response (24 hours). */
         IdempotencyKey: string;
         IfMatchRequired: string;
@@ -139,9 +342,13 @@ export interface components {
         Vary: string;
         /** @description The new order. */
         Location: string;
+        /** @description Strong validator of the webhook endpoint; changes with every write. */
+        WebhookETag: string;
+        /** @description The new webhook endpoint. */
+        WebhookLocation: string;
         /** @description Present when this is the replay of the first response to the Idempotency-Key. */
         IdempotentReplayed: "true";
-        /** @description rel="next" when more orders follow. */
+        /** @description rel="next" when more items follow. */
         Link: string;
         /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
         WWWAuthenticate: string;
@@ -1392,6 +1599,1592 @@ export interface operations {
             };
             /** @description Precondition required (PRECONDITION_REQUIRED). */
             428: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMITED). */
+            429: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
+            500: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description How many endpoints; values above 100 behave as 100. */
+                limit?: number;
+                /** @description Opaque; from `next_cursor` or the `Link` header. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of endpoints (without their secrets). */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointPage"];
+                };
+            };
+            /** @description Malformed request (MALFORMED_REQUEST). */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required (UNAUTHENTICATED). */
+            401: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
+            403: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMITED). */
+            429: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
+            500: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewWebhookEndpoint"];
+            };
+        };
+        responses: {
+            /** @description Created; the secret is shown here and after a rotation only. */
+            201: {
+                headers: {
+                    Location: components["headers"]["WebhookLocation"];
+                    ETag: components["headers"]["WebhookETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /** @description Malformed request (MALFORMED_REQUEST). */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
+            401: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
+            403: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large (PAYLOAD_TOO_LARGE). */
+            413: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type (UNSUPPORTED_MEDIA_TYPE). */
+            415: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Accept-Post": components["headers"]["AcceptPost"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+                    "Accept-Encoding"?: "gzip, deflate, br";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (BAD_USER_INPUT). */
+            422: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMITED). */
+            429: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
+            500: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint (without its secret). */
+            200: {
+                headers: {
+                    ETag: components["headers"]["WebhookETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description Malformed request (MALFORMED_REQUEST). */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required (UNAUTHENTICATED). */
+            401: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
+            403: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (NOT_FOUND). */
+            404: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMITED). */
+            429: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
+            500: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                "If-Match"?: components["parameters"]["IfMatchOptional"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
+            };
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed request (MALFORMED_REQUEST). */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
+            401: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
+            403: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (NOT_FOUND). */
+            404: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Precondition failed (PRECONDITION_FAILED). */
+            412: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMITED). */
+            429: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
+            500: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    headWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint exists. HEAD sends the headers of this answer without its body. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["WebhookETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description Malformed request (MALFORMED_REQUEST). HEAD sends the headers of this answer without its body. */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required (UNAUTHENTICATED). HEAD sends the headers of this answer without its body. */
+            401: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). HEAD sends the headers of this answer without its body. */
+            403: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (NOT_FOUND). HEAD sends the headers of this answer without its body. */
+            404: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). HEAD sends the headers of this answer without its body. */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMITED). HEAD sends the headers of this answer without its body. */
+            429: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). HEAD sends the headers of this answer without its body. */
+            500: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). HEAD sends the headers of this answer without its body. */
+            503: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    patchWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header: {
+                "If-Match": components["parameters"]["IfMatchRequired"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
+            };
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["WebhookEndpointPatch"];
+                "application/json": components["schemas"]["WebhookEndpointPatch"];
+            };
+        };
+        responses: {
+            /** @description The changed endpoint. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["WebhookETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description Malformed request (MALFORMED_REQUEST). */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
+            401: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
+            403: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (NOT_FOUND). */
+            404: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Precondition failed (PRECONDITION_FAILED). */
+            412: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large (PAYLOAD_TOO_LARGE). */
+            413: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type (UNSUPPORTED_MEDIA_TYPE). */
+            415: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Accept-Patch": components["headers"]["AcceptPatch"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+                    "Accept-Encoding"?: "gzip, deflate, br";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input (BAD_USER_INPUT). */
+            422: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Precondition required (PRECONDITION_REQUIRED). */
+            428: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMITED). */
+            429: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
+            500: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                "If-Match"?: components["parameters"]["IfMatchOptional"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
+            };
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret, shown here only. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["WebhookETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /** @description Malformed request (MALFORMED_REQUEST). */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
+            401: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
+            403: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (NOT_FOUND). */
+            404: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Precondition failed (PRECONDITION_FAILED). */
+            412: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMITED). */
+            429: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
+            500: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description How many messages; values above 100 behave as 100. */
+                limit?: number;
+                /** @description Opaque; from `next_cursor` or the `Link` header. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of deliveries. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
+                };
+            };
+            /** @description Malformed request (MALFORMED_REQUEST). */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required (UNAUTHENTICATED). */
+            401: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
+            403: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (NOT_FOUND). */
+            404: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMITED). */
+            429: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
+            500: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued: the delivery as it is now; its attempt shows in the delivery log once made. */
+            202: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description Malformed request (MALFORMED_REQUEST). */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
+            401: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
+            403: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (NOT_FOUND). */
+            404: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded (RATE_LIMITED). */
+            429: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal server error (INTERNAL_SERVER_ERROR). */
+            500: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (SERVICE_UNAVAILABLE). */
+            503: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    pingWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued: the delivery as it is now; its attempt shows in the delivery log once made. */
+            202: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description Malformed request (MALFORMED_REQUEST). */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Names this request in the logs: quote it when reporting a problem. A request's own X-Request-Id (1 to 128 letters, digits, `_`, `.`, `:` or `-`) is echoed; otherwise it is a fresh UUID. */
+                    "X-Request-Id"?: string;
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required (UNAUTHENTICATED). Stronger sign-in required (INSUFFICIENT_USER_AUTHENTICATION). */
+            401: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
+                    RateLimit?: string;
+                    /** @description Points per window and the window in seconds. */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (INSUFFICIENT_SCOPE). Forbidden (FORBIDDEN). */
+            403: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (NOT_FOUND). */
+            404: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not acceptable (NOT_ACCEPTABLE). */
+            406: {
                 headers: {
                     "Cache-Control": components["headers"]["CacheControl"];
                     "X-Request-Id": components["headers"]["RequestId"];

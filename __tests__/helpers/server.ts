@@ -10,6 +10,7 @@ import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
 import { ACR } from '../../src/domain/policy.js';
 import { loadConfig } from '../../src/config.js';
+import type { AppDeps } from '../../src/app.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import type { Database } from '../../src/store/db.js';
 import { openDatabase } from '../../src/store/open.js';
@@ -122,6 +123,8 @@ export async function startTestServer(
     onLog?: (entry: { level: number; msg: string } & Record<string, unknown>) => void;
     /** The server's logger, made by the test (say, src/logger.ts's with a destination it reads). */
     logger?: Logger;
+    /** How webhook deliveries resolve names and open sockets (tests map names to addresses and count sockets). */
+    webhookNetwork?: AppDeps['webhookNetwork'];
   } = {},
 ): Promise<TestServer> {
   const shared = opts.sameDatabaseAs;
@@ -162,7 +165,10 @@ export async function startTestServer(
       : onLog
         ? pino({ level: 'warn' }, { write: (line: string) => onLog(JSON.parse(line) as Parameters<typeof onLog>[0]) })
         : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-    running = await startServer(config, logger, { db });
+    running = await startServer(config, logger, {
+      db,
+      ...(opts.webhookNetwork ? { webhookNetwork: opts.webhookNetwork } : {}),
+    });
   } catch (error) {
     if (owned) await owned.release();
     else if (shared && process.env.DATABASE_URL) await db.close();

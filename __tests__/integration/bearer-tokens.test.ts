@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, jest, test } from '@jest/globals';
-import { generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 // Everything Jest can fake except Date.
@@ -135,5 +138,117 @@ describe('Bearer access tokens', () => {
     assert.equal(res.status, 200);
     assert.equal(res.body.data, null);
     assert.equal(res.body.errors?.[0]?.extensions?.code, 'INSUFFICIENT_SCOPE');
+  });
+});
+
+/**
+ * A replica remembers the tokens it has verified (src/auth/bearer.ts), and must still follow its issuer's key set: a
+ * key the issuer no longer publishes stops validating them. The issuer here is an HTTP server on loopback publishing
+ * discovery and a JWKS the test changes; the replica fetches that JWKS again once it is OIDC_JWKS_MAX_AGE_S (1 s) old,
+ * or on an unknown key id at most that often.
+ */
+describe('remembered tokens follow the issuer’s key set', () => {
+  let app: TestServer;
+  let issuer: Server;
+  let issuerUrl: string;
+  let published: JWK[] = [];
+  let jwksFetches = 0;
+  const keyPair = async (kid: string) => {
+    const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
+    return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } };
+  };
+  let first: { kid: string; privateKey: CryptoKey; jwk: JWK };
+  let second: { kid: string; privateKey: CryptoKey; jwk: JWK };
+
+  beforeAll(async () => {
+    [first, second] = await Promise.all([keyPair('first-key'), keyPair('second-key')]);
+    published = [first.jwk];
+    issuer = createServer((req, res) => {
+      const json = (body: unknown) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.url === '/.well-known/openid-configuration')
+        return json({ issuer: issuerUrl, jwks_uri: `${issuerUrl}/jwks` });
+      if (req.url === '/jwks') {
+        jwksFetches++;
+        return json({ keys: published });
+      }
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => issuer.listen(0, '127.0.0.1', resolve));
+    issuerUrl = `http://127.0.0.1:${(issuer.address() as AddressInfo).port}`;
+    app = await startTestServer({ OIDC_ISSUER: issuerUrl, OIDC_JWKS_MAX_AGE_S: '1' });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await new Promise((resolve) => issuer?.close(resolve));
+  });
+
+  const tokenOf = (key: { kid: string; privateKey: CryptoKey }, sub = `jwks-${randomUUID()}`) =>
+    new SignJWT({ iss: issuerUrl, aud: 'orders-api', sub, scope: 'orders:read', roles: [] })
+      .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'at+jwt' })
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(key.privateKey);
+  const ask = (token: string) => app.gql('{ recentOrders(first: 1) { id } }', undefined, { token });
+  const assertRefused = async (token: string) => {
+    const res = await ask(token);
+    assert.equal(res.status, 401);
+    assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer realm="orders-api", error="invalid_token"/);
+    assert.equal(res.body.errors?.[0]?.extensions?.code, 'UNAUTHENTICATED');
+  };
+  /** Asks until the answer has `status` (each ask is a request: the replica decides when), at most 10 s. */
+  const untilStatus = async (token: string, status: number) => {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const res = await ask(token);
+      if (res.status === status) return res;
+      assert.ok(Date.now() < deadline, `still ${res.status} after 10 s`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+
+  test('when a fetch of the JWKS drops a key, a token of that key remembered before is refused on its next request', async () => {
+    published = [first.jwk];
+    const old = await tokenOf(first);
+    assert.equal((await ask(old)).status, 200);
+    assert.equal((await ask(old)).status, 200);
+    const fetchesBefore = jwksFetches;
+    // The issuer rotates: the first key is gone. A token of the new key makes the replica fetch the JWKS again.
+    published = [second.jwk];
+    const fresh = await tokenOf(second);
+    assert.equal((await untilStatus(fresh, 200)).body.errors, undefined);
+    assert.ok(jwksFetches > fetchesBefore);
+    await assertRefused(old);
+  });
+
+  test('a remembered token stops validating once the JWKS is older than its max age and no longer has its key', async () => {
+    published = [first.jwk];
+    // Of the first key, fetched again: wait for the replica to accept it (the JWKS it holds may not have it yet).
+    const old = await tokenOf(first);
+    await untilStatus(old, 200);
+    const fetchesBefore = jwksFetches;
+    published = [second.jwk];
+    // No request names the new key: only the JWKS growing stale makes the replica look again.
+    await untilStatus(old, 401);
+    await assertRefused(old);
+    assert.ok(jwksFetches > fetchesBefore);
+  });
+
+  test('under 20 concurrent requests during a rotation, every answer is 200 before the drop and 401 after it', async () => {
+    published = [first.jwk];
+    const old = await tokenOf(first);
+    await untilStatus(old, 200);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => ask(old)));
+    assert.deepEqual(
+      answers.map((r) => r.status),
+      Array.from({ length: 20 }, () => 200),
+    );
+    published = [second.jwk];
+    await untilStatus(await tokenOf(second), 200);
+    const after = await Promise.all(Array.from({ length: 20 }, () => ask(old)));
+    assert.deepEqual(
+      after.map((r) => r.status),
+      Array.from({ length: 20 }, () => 401),
+    );
   });
 });

@@ -281,9 +281,102 @@ describe.each(topologies)('a directory deactivation on %s', (_name, replicas) =>
     await read(carol).expect(404);
     await read(bob).expect(200);
 
-    // Without the group, the tokens' roles apply again.
+    // Renaming the group away, or deleting it, gives the tokens' roles back: bob, staff by the directory alone, loses
+    // the role and his streams (WebSocket and SSE) end; carol, staff by her token, gains it and hers end too.
+    const staffStreams = async () => {
+      // One at a time, each waited for until the server holds it.
+      let listening = b.nextSubscription();
+      const bobs = subscriber(b.url, bob);
+      bobs.subscribe(ORDER_CREATED);
+      await listening;
+      listening = b.nextSubscription();
+      const bobsSse = await sseStream(b.url, { authorization: `Bearer ${bob}` });
+      assert.equal(bobsSse.res.status, 200);
+      await listening;
+      listening = b.nextSubscription();
+      const carols = subscriber(b.url, carol);
+      carols.subscribe(ORDER_CREATED);
+      await listening;
+      return async (what: string) => {
+        const window = boundWindow(what);
+        const changed = { code: 4403, reason: 'roles changed at the directory; reconnect' };
+        assert.deepEqual(await window.effect(bobs.closed()), changed);
+        assert.match(await window.effect(bobsSse.text), /: closed: roles changed at the directory; reconnect\n\n$/);
+        assert.deepEqual(await window.effect(carols.closed()), changed);
+        window.check();
+      };
+    };
+    const renamed = await staffStreams();
+    await dir.patch(`/Groups/${group.id}`, [{ op: 'replace', path: 'displayName', value: 'Former staff' }]).expect(200);
+    await renamed('streams closing when the staff group is renamed');
+    await read(bob).expect(404);
+    await read(carol).expect(200);
+
+    await dir
+      .put(`/Groups/${group.id}`, { schemas: [GROUP_SCHEMA], displayName: 'staff', members: [{ value: bobUser.id }] })
+      .expect(200);
+    await reaches('the staff group back', [200, () => read(bob)], [404, () => read(carol)]);
+    const deleted = await staffStreams();
     await dir.delete(`/Groups/${group.id}`).expect(204);
+    await deleted('streams closing when the staff group is deleted');
     await reaches('the staff group gone', [404, () => read(bob)], [200, () => read(carol)]);
+  });
+
+  test("a deactivated user's tokens stay refused whatever the directory does to her externalId; only reactivation under a key lets new tokens in", async () => {
+    /** The directory user linked to this subject, provisioned if need be, and active. */
+    const linked = async (subject: string) => {
+      const found = await dir.get(`/Users?filter=${encodeURIComponent(`externalId eq "${subject}"`)}`).expect(200);
+      return found.body.totalResults ? active(subject) : provision(subject);
+    };
+    const [bob, carol] = [await linked('bob'), await linked('carol')];
+    /**
+     * Resolves once B has read every directory write so far: a later write (carol's deactivation) has reached it,
+     * and replicas read the directory's writes in commit order.
+     */
+    const caughtUp = async () => {
+      const marker = await freshToken('carol');
+      await until(200, 10 * BOUND_MS, () => rest(marker));
+      await dir.patch(`/Users/${carol.id}`, [{ op: 'replace', path: 'active', value: false }]).expect(200);
+      await until(401, 10 * BOUND_MS, () => rest(marker));
+      await dir.patch(`/Users/${carol.id}`, [{ op: 'replace', path: 'active', value: true }]).expect(200);
+    };
+    const token = await freshToken('bob');
+    await rest(token).expect(200);
+    await secondAfter(token);
+    await dir.patch(`/Users/${bob.id}`, [{ op: 'replace', path: 'active', value: false }]).expect(200);
+    await reaches('the deactivation', [401, () => rest(token)]);
+
+    const renamed = await dir
+      .patch(`/Users/${bob.id}`, [{ op: 'replace', path: 'externalId', value: 'bob-renamed' }])
+      .expect(200);
+    assert.equal(renamed.body.externalId, 'bob-renamed');
+    assert.equal(renamed.body.active, false);
+    await caughtUp();
+    const refused = await rest(token).expect(401);
+    assert.equal(refused.headers['www-authenticate'], DEACTIVATED);
+    assert.equal((await rest(await freshToken('bob'))).status, 401);
+
+    const unlinked = await dir.patch(`/Users/${bob.id}`, [{ op: 'remove', path: 'externalId' }]).expect(200);
+    assert.equal(unlinked.body.externalId, undefined);
+    await caughtUp();
+    await rest(token).expect(401);
+
+    // A replica started now reads the same refusal from the database.
+    const c = await startTestServer({ OIDC_ISSUER: issuer }, { sameDatabaseAs: a });
+    try {
+      assert.equal((await request(c.url).get('/v1/orders').set('authorization', `Bearer ${token}`)).status, 401);
+    } finally {
+      await c.close();
+    }
+
+    // Linked again and reactivated: new tokens work, what was issued before the deactivation stays refused.
+    await dir.patch(`/Users/${bob.id}`, [{ op: 'add', path: 'externalId', value: 'bob' }]).expect(200);
+    await caughtUp();
+    await rest(token).expect(401);
+    await dir.patch(`/Users/${bob.id}`, [{ op: 'replace', path: 'active', value: true }]).expect(200);
+    const fresh = await freshToken('bob');
+    await until(200, 10 * BOUND_MS, () => rest(fresh));
+    assert.equal((await rest(token)).status, 401);
   });
 
   test('a deleted user stays refused, also by a restarted replica and by just-in-time provisioning; only the directory brings them back', async () => {

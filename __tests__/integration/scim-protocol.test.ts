@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import {
   assertScimError,
   directory,
+  ERROR_SCHEMA,
   directoryAccessToken,
   GROUP_SCHEMA,
   SCIM_JSON,
@@ -20,7 +23,7 @@ interface ScimUser {
   externalId?: string;
   displayName?: string;
   name?: Record<string, string>;
-  emails?: { value: string; type?: string; primary?: boolean }[];
+  emails?: { value: string; type?: string; primary?: boolean; display?: string }[];
   active: boolean;
   meta: { resourceType: string; created: string; lastModified: string; version: string; location: string };
 }
@@ -53,7 +56,8 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
 
   beforeAll(async () => {
     // TRUST_PROXY lets each test speak from an address of its own (X-Forwarded-For).
-    server = await startTestServer({ SCIM_TOKEN, TRUST_PROXY: '1' });
+    // BODY_IDLE_TIMEOUT_S: a stalled body is answered (408) within a test's patience.
+    server = await startTestServer({ SCIM_TOKEN, TRUST_PROXY: '1', BODY_IDLE_TIMEOUT_S: '2' });
     dir = directory(server.url, { ip: ipOf() });
   });
   afterAll(() => server?.close());
@@ -369,6 +373,26 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
       const res = await dir.get(`/Users?filter=${encodeURIComponent(filter)}`);
       assertScimError(res, 400, 'invalidFilter');
     }
+    // Dates that do not exist, or that the database cannot compare, are refused the same way on both resources.
+    const badDates = [
+      '2024-02-30T00:00:00Z',
+      '2023-02-29T00:00:00Z',
+      '2024-04-31T00:00:00Z',
+      '2024-01-01T24:00:00Z',
+      '2024-01-01T00:60:00Z',
+      '2024-13-01T00:00:00Z',
+      '0000-01-01T00:00:00Z',
+      '0001-01-01T00:00:00+00:01',
+      '2024-01-01T00:00:00+24:00',
+    ];
+    for (const date of badDates) {
+      for (const attribute of ['meta.created', 'meta.lastModified']) {
+        for (const resource of ['/Users', '/Groups']) {
+          const res = await dir.get(`${resource}?filter=${encodeURIComponent(`${attribute} gt "${date}"`)}`);
+          assertScimError(res, 400, 'invalidFilter');
+        }
+      }
+    }
     // At the edges: 32 comparisons and 8 levels are read.
     const edge = Array.from({ length: 32 }, (_, i) => `userName eq "u${i}"`).join(' or ');
     await dir.get(`/Users?filter=${encodeURIComponent(edge)}`).expect(200);
@@ -376,6 +400,34 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
       .get(`/Users?filter=${encodeURIComponent(`${'not ('.repeat(8)}userName eq "x"${')'.repeat(8)}`)}`)
       .expect(200);
     assertScimError(await dir.get('/Users?filter=a&filter=b'), 400, 'invalidValue');
+  });
+
+  test('dates filter by pr and by any offset: every resource has meta.created and meta.lastModified', async () => {
+    await create();
+    const created = await dir.post('/Groups', { schemas: [GROUP_SCHEMA], displayName: unique('dated') }).expect(201);
+    for (const resource of ['/Users', '/Groups']) {
+      const total = (await dir.get(`${resource}?count=0`).expect(200)).body.totalResults as number;
+      assert.ok(total > 0);
+      for (const filter of ['meta.created pr', 'meta.lastModified pr', 'meta.created gt "0001-01-01T23:59:00+23:59"']) {
+        const res = await dir.get(`${resource}?count=0&filter=${encodeURIComponent(filter)}`);
+        assert.equal(res.status, 200, `${resource} ${filter}: ${res.text}`);
+        assert.equal(res.body.totalResults, total, `${resource} ${filter}`);
+      }
+      const none = await dir.get(`${resource}?count=0&filter=${encodeURIComponent('not (meta.created pr)')}`);
+      assert.equal(none.body.totalResults, 0);
+    }
+    // An offset is the same instant: a minute after creation, written in UTC+14, finds nothing created later.
+    const at = new Date(Date.parse(created.body.meta.created) + 60_000);
+    const plus14 = new Date(at.getTime() + 14 * 3600_000).toISOString().slice(0, 19);
+    const later = await dir.get(
+      `/Groups?filter=${encodeURIComponent(`id eq "${created.body.id}" and meta.created gt "${plus14}+14:00"`)}`,
+    );
+    assert.equal(later.status, 200, later.text);
+    assert.equal(later.body.totalResults, 0);
+    const before = await dir.get(
+      `/Groups?filter=${encodeURIComponent(`id eq "${created.body.id}" and meta.created lt "${plus14}.000000+14:00"`)}`,
+    );
+    assert.equal(before.body.totalResults, 1);
   });
 
   test('PATCH follows RFC 7644 §3.5.2: add, replace and remove, with and without path, with value filters', async () => {
@@ -433,6 +485,39 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
       [[{ op: 'replace', path: 'id', value: 'usr_other' }], 400, 'mutability'],
       [[{ op: 'replace', path: 'meta.created', value: '2020-01-01T00:00:00Z' }], 400, 'mutability'],
       [[{ op: 'replace', value: { id: 'usr_someone_else' } }], 400, 'mutability'],
+      [[{ op: 'replace', value: { meta: { created: '2020-01-01T00:00:00Z' } } }], 400, 'mutability'],
+      [[{ op: 'add', value: { displayName: 'x', Groups: [] } }], 400, 'mutability'],
+      // A replace or remove whose value filter matches nothing has no target (RFC 7644 §3.5.2.2-3).
+      [[{ op: 'replace', path: 'emails[type eq "home"].value', value: 'h@y' }], 400, 'noTarget'],
+      [[{ op: 'replace', path: 'emails[type eq "home"]', value: { value: 'h@y' } }], 400, 'noTarget'],
+      [[{ op: 'remove', path: 'emails[type eq "home"]' }], 400, 'noTarget'],
+      [[{ op: 'remove', path: 'emails[value eq "nobody@y"].display' }], 400, 'noTarget'],
+      [
+        [
+          { op: 'remove', path: 'emails[type eq "work"]' },
+          { op: 'remove', path: 'emails[type eq "work"]' },
+        ],
+        400,
+        'noTarget',
+      ],
+      // Path filters are held to the limits of filter=: 33 comparisons, 9 levels, 1,001 characters.
+      [
+        [
+          {
+            op: 'replace',
+            path: `emails[${Array.from({ length: 33 }, (_, i) => `type eq "t${i}"`).join(' or ')}].value`,
+            value: 'x',
+          },
+        ],
+        400,
+        'invalidPath',
+      ],
+      [
+        [{ op: 'replace', path: `emails[${'not ('.repeat(9)}type eq "work"${')'.repeat(9)}].value`, value: 'x' }],
+        400,
+        'invalidPath',
+      ],
+      [[{ op: 'replace', path: `emails[value eq "${'a'.repeat(990)}"].value`, value: 'x' }], 400, 'invalidPath'],
       [[{ op: 'replace', path: 'urn:example:custom:2.0:User:shoeSize', value: '42' }], 400, 'invalidPath'],
       [[{ op: 'replace', path: 'emails[foo eq "x"].value', value: 'x' }], 400, 'invalidPath'],
       [[{ op: 'replace', path: 'name[givenName eq "x"]', value: 'x' }], 400, 'invalidPath'],
@@ -451,6 +536,14 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
       assertScimError(await dir.patch(`/Users/${user.id}`, operations), status, scimType);
     }
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    // At the edges: 32 comparisons and 8 levels in a path filter apply.
+    const thirtyTwo = Array.from({ length: 31 }, (_, i) => `type eq "t${i}"`)
+      .concat('type eq "work"')
+      .join(' or ');
+    now = await patch([{ op: 'replace', path: `emails[${thirtyTwo}].display`, value: 'Thirty-two' }]);
+    assert.equal(now.emails![0]!.display, 'Thirty-two');
+    now = await patch([{ op: 'remove', path: `emails[${'not ('.repeat(8)}type eq "work"${')'.repeat(8)}].display` }]);
+    assert.equal(now.emails![0]!.display, undefined);
     const noSchemas = await server.http
       .patch(`/scim/v2/Users/${user.id}`)
       .set({ authorization: `Bearer ${SCIM_TOKEN}`, 'content-type': 'application/scim+json' })
@@ -459,6 +552,72 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     // Nothing refused changed anything.
     const after = await dir.get(`/Users/${user.id}`).expect(200);
     assert.equal((after.body as ScimUser).meta.version, now.meta.version);
+  });
+
+  test("a PATCH's paths total at most 100,000 characters: at it they apply, one past it is 413", async () => {
+    const user = await create(unique('paths'), { emails: [{ value: 'p@example.com', type: 'work' }] });
+    const path = (length: number) => {
+      const head = 'emails[type eq "work" or value eq "';
+      const tail = '"].display';
+      return `${head}${'v'.repeat(length - head.length - tail.length)}${tail}`;
+    };
+    // 100 operations of 1,000 characters each: exactly the limit.
+    const ops = (last: number) =>
+      Array.from({ length: 100 }, (_, i) => ({ op: 'replace', path: path(i === 99 ? last : 1000), value: `d${i}` }));
+    const edge = await dir.patch(`/Users/${user.id}`, ops(1000));
+    assert.equal(edge.status, 200, edge.text);
+    assert.equal((edge.body as ScimUser).emails![0]!.display, 'd99');
+    const past = await dir.patch(`/Users/${user.id}`, [...ops(1000), { op: 'replace', path: 'x', value: 'y' }]);
+    assertScimError(past, 413);
+    // 8 directories at once at the limit: each applies or waits its turn, none fails.
+    const busy = await Promise.all(Array.from({ length: 8 }, () => dir.patch(`/Users/${user.id}`, ops(1000))));
+    assert.deepEqual([...new Set(busy.map((r) => r.status))], [200]);
+  });
+
+  test('what the HTTP server answers by itself under /scim is a SCIM error: 431 for headers too large, 408 for a stalled body', async () => {
+    const padded = (path: string) =>
+      fetch(`${server.url}${path}`, {
+        headers: { authorization: `Bearer ${SCIM_TOKEN}`, 'x-padding': 'x'.repeat(20 * 1024) },
+      });
+    const big = await padded('/scim/v2/Users');
+    assert.equal(big.status, 431);
+    assert.equal(big.headers.get('content-type'), SCIM_JSON);
+    const bigBody = JSON.parse(await big.text()) as { schemas: string[]; status: string; detail: string };
+    assert.deepEqual(bigBody.schemas, [ERROR_SCHEMA]);
+    assert.equal(bigBody.status, '431');
+    assert.match(bigBody.detail, /exceed/);
+    // Elsewhere it stays problem details.
+    const rest = await padded('/v1/orders');
+    assert.equal(rest.status, 431);
+    assert.equal(rest.headers.get('content-type'), 'application/problem+json');
+
+    // Half a body, then nothing: after BODY_IDLE_TIMEOUT_S the answer is 408, as a SCIM error, and the connection ends.
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    const answer = new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      socket.on('close', () => resolve(text));
+      socket.on('error', () => undefined);
+    });
+    socket.write(
+      [
+        'POST /scim/v2/Users HTTP/1.1',
+        `Host: ${hostname}:${port}`,
+        `Authorization: Bearer ${SCIM_TOKEN}`,
+        'Content-Type: application/scim+json',
+        'Content-Length: 100',
+        '',
+        '{"schemas":',
+      ].join('\r\n'),
+    );
+    const raw = await answer;
+    const [head, body] = raw.split('\r\n\r\n') as [string, string];
+    assert.match(head, /^HTTP\/1\.1 408 /);
+    assert.match(head, /\r\nContent-Type: application\/scim\+json; charset=utf-8\r\n/i);
+    const timedOut = JSON.parse(body) as { schemas: string[]; status: string; detail: string };
+    assert.deepEqual(timedOut.schemas, [ERROR_SCHEMA]);
+    assert.equal(timedOut.status, '408');
   });
 
   test('a PATCH carries at most 1,000 operations: 1,000 apply, 1,001 and 10,000 are 413', async () => {
@@ -554,6 +713,22 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     assertScimError(await raw(''), 400, 'invalidSyntax');
     assertScimError(await raw(JSON.stringify(userBody(unique('t'))), 'text/plain'), 415);
     assertScimError(await raw(JSON.stringify(userBody(unique('t'))), 'application/scim+json; charset=utf-16'), 415);
+    // Bytes that are not UTF-8 (a UTF-16 byte order mark here) are 415 too, never stored as U+FFFD.
+    const latin = Buffer.concat([
+      Buffer.from('{"schemas":["' + USER_SCHEMA + '"],"userName":"'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('x"}'),
+    ]);
+    const notUtf8 = await fetch(`${server.url}/scim/v2/Users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SCIM_TOKEN}`, 'content-type': 'application/scim+json' },
+      body: latin,
+    });
+    assert.equal(notUtf8.status, 415);
+    assert.equal(notUtf8.headers.get('content-type'), SCIM_JSON);
+    assert.equal(((await notUtf8.json()) as { status: string }).status, '415');
+    const stored = await dir.get(`/Users?filter=${encodeURIComponent('userName co "\uFFFD"')}`).expect(200);
+    assert.equal(stored.body.totalResults, 0);
     // application/json is accepted as well as application/scim+json.
     await raw(JSON.stringify(userBody(unique('json'))), 'application/json').expect(201);
 
@@ -606,7 +781,28 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     await dir
       .post('/Users', userBody(unique('many'), { emails: Array.from({ length: 20 }, (_, i) => ({ value: `${i}@b` })) }))
       .expect(201);
-    assertScimError(await dir.post('/Users/usr_0000000000000000000000000a', userBody(unique('u'))), 405);
+    const notAllowed = await dir.post('/Users/usr_0000000000000000000000000a', userBody(unique('u')));
+    assertScimError(notAllowed, 405);
+    assert.equal(notAllowed.headers.allow, 'GET, HEAD, PUT, PATCH, DELETE');
+    const allowed: [string, string][] = [
+      ['/Users', 'GET, HEAD, POST'],
+      ['/Groups/', 'GET, HEAD, POST'],
+      ['/Groups/grp_0000000000000000000000000a', 'GET, HEAD, PUT, PATCH, DELETE'],
+      ['/ServiceProviderConfig', 'GET, HEAD'],
+      ['/Schemas', 'GET, HEAD'],
+      ['/ResourceTypes/User', 'GET, HEAD'],
+    ];
+    for (const [path, allow] of allowed) {
+      const method = path.startsWith('/Users') || path === '/Groups/' ? 'delete' : 'post';
+      const res = method === 'delete' ? await dir.delete(path) : await dir.post(path, {});
+      assertScimError(res, 405);
+      assert.equal(res.headers.allow, allow, path);
+    }
+    assertScimError(await dir.delete('/ServiceProviderConfig/x'), 404);
+    // White space around a userName is refused: Okta and Entra send it trimmed, and it would make a twin.
+    for (const userName of [' lead@example.com', 'trail@example.com ', 'tab@example.com\t']) {
+      assertScimError(await dir.post('/Users', userBody(userName)), 400, 'invalidValue');
+    }
   });
 
   test('groups carry members: Entra and Okta membership PATCHes, displayName filter, members left out on request', async () => {
@@ -745,5 +941,28 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     const busy = directory(server.url, { token: 'still-not-the-secret', ip: ipOf() });
     const answers = await Promise.all(Array.from({ length: 60 }, () => busy.get('/Users')));
     assert.deepEqual(answers.map((a) => a.status).sort(), [...Array(50).fill(401), ...Array(10).fill(429)]);
+  });
+
+  test("anonymous sign-in starts from the directory's address do not lock the directory out: SCIM has its own budget", async () => {
+    const ip = ipOf();
+    const user = await create();
+    // 500 sign-in starts, 25 at a time, spend the address's whole budget (5,000 points, 10 each).
+    const starts: number[] = [];
+    for (let round = 0; round < 20; round++) {
+      const answers = await Promise.all(
+        Array.from({ length: 25 }, () =>
+          request(server.running.publicUrl).get('/auth/login').set('x-forwarded-for', ip),
+        ),
+      );
+      starts.push(...answers.map((a) => a.status));
+    }
+    assert.deepEqual([...new Set(starts)], [302]);
+    assert.equal((await request(server.running.publicUrl).get('/auth/login').set('x-forwarded-for', ip)).status, 429);
+    // The directory, from the same address, with its credential: answered, 16 at once.
+    const from = directory(server.url, { ip });
+    const reads = await Promise.all(Array.from({ length: 16 }, () => from.get('/Users?count=0')));
+    assert.deepEqual([...new Set(reads.map((r) => r.status))], [200]);
+    const patched = await from.patch(`/Users/${user.id}`, [{ op: 'replace', path: 'displayName', value: 'Still' }]);
+    assert.equal(patched.status, 200, patched.text);
   });
 });

@@ -9,6 +9,7 @@ import { startRedis, type RedisServer } from '../helpers/infra.js';
 import { rest } from '../helpers/openapi.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlpReceiver.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhookReceiver.js';
 
 const SERVER = 2;
 const CLIENT = 3;
@@ -39,6 +40,7 @@ describe('tracing (OpenTelemetry, OTLP to a real receiver)', () => {
   let carol: string;
   let alice: string;
   const logLines: Record<string, unknown>[] = [];
+  let hooks: WebhookReceiver | undefined;
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
@@ -49,6 +51,8 @@ describe('tracing (OpenTelemetry, OTLP to a real receiver)', () => {
       REDIS_URL: process.env.REDIS_URL ?? redis!.url,
       // Events reach the other replica through Redis alone during this test.
       EVENT_POLL_MS: '3600000',
+      // The webhook receiver is on loopback.
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     };
     const logger = createLogger('debug', {
       traced: true,
@@ -59,6 +63,7 @@ describe('tracing (OpenTelemetry, OTLP to a real receiver)', () => {
     ({ carol, alice } = await a.users());
   });
   afterAll(async () => {
+    await hooks?.close();
     await b?.close();
     await a?.close();
     await redis?.stop();
@@ -227,6 +232,50 @@ describe('tracing (OpenTelemetry, OTLP to a real receiver)', () => {
     assert.ok(childrenOf(spans, sseRequest).some((s) => s.name === 'subscription SseWatch'));
   });
 
+  test('a webhook delivery attempt is an HTTP client span linked to the order change, and sends its traceparent', async () => {
+    hooks = await startWebhookReceiver();
+    const endpoint = await rest(a.url, 'POST', '/webhook-endpoints', {
+      token: alice,
+      body: { url: hooks.url, events: ['order.created'] },
+    });
+    assert.equal(endpoint.status, 201, endpoint.text);
+    const write = traceContext();
+    const placed = await rest(a.url, 'POST', '/orders', {
+      token: alice,
+      body: { items: [{ sku: 'KB-001', qty: 1 }] },
+      headers: { 'idempotency-key': randomUUID(), traceparent: write.traceparent },
+    });
+    assert.equal(placed.status, 201);
+    const orderId = placed.json<{ id: string }>().id;
+    const [message] = (await hooks.waitFor((all) => all.some((m) => m.payload.data.order?.id === orderId))).filter(
+      (m) => m.payload.data.order?.id === orderId,
+    );
+    hooks.verify(message!, endpoint.json<{ secret: string }>().secret);
+    const sent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(String(message!.headers.traceparent));
+    assert.ok(sent, `a traceparent header: ${String(message!.headers.traceparent)}`);
+
+    const spans = await receiver.waitFor(
+      (all) =>
+        all.some((s) => s.kind === CLIENT && s.links.some((l) => l.traceId === write.traceId)) &&
+        all.some((s) => s.traceId === write.traceId && s.kind === SERVER),
+    );
+    const attempt = spans.find((s) => s.kind === CLIENT && s.links.some((l) => l.traceId === write.traceId))!;
+    assert.equal(attempt.name, 'POST');
+    assert.notEqual(attempt.traceId, write.traceId, 'a delivery is a trace of its own, linked to the writer');
+    assert.equal(attempt.parentSpanId, '');
+    assert.deepEqual([attempt.traceId, attempt.spanId], [sent[1], sent[2]], 'the receiver is told the attempt span');
+    const link = attempt.links.find((l) => l.traceId === write.traceId)!;
+    assert.ok(
+      spans.some((s) => s.traceId === write.traceId && s.spanId === link.spanId),
+      'the link points at a span of the request that placed the order',
+    );
+    assert.equal(attempt.attributes['http.request.method'], 'POST');
+    assert.equal(attempt.attributes['http.response.status_code'], 200);
+    assert.equal(attempt.attributes['server.address'], '127.0.0.1');
+    assert.equal(attempt.attributes['webhook.message.id'], message!.id);
+    assert.equal(attempt.attributes['webhook.event.type'], 'order.created');
+  });
+
   test('error answers carry the trace id: REST problems as traceId, GraphQL errors as extensions.traceId', async () => {
     const missing = traceContext();
     const problem = await rest(a.url, 'GET', '/orders/ord_0000000000000000000000000', {
@@ -257,6 +306,43 @@ describe('tracing (OpenTelemetry, OTLP to a real receiver)', () => {
       (unauthenticated.body as { errors: { extensions: { traceId: string } }[] }).errors[0]!.extensions.traceId,
       refused.traceId,
     );
+  });
+
+  test('a trace its caller did not sample: nothing exported, yet its id reaches the error answer and the log line', async () => {
+    // parentbased_always_on (the default) follows the caller's decision: flags 00 means not sampled.
+    const unsampled = traceContext();
+    const traceparent = unsampled.traceparent.replace(/-01$/, '-00');
+    const ok = await a.gql(
+      `query Unsampled${unsampled.traceId.slice(0, 6)} { recentOrders(first: 5) { id } }`,
+      undefined,
+      {
+        token: carol,
+        headers: { traceparent },
+      },
+    );
+    assert.equal(ok.status, 200);
+    assert.equal((ok.body.data!.recentOrders as unknown[]).length, 5);
+    const invalid = await a.gql('{ recentOrders { nope } }', undefined, { token: carol, headers: { traceparent } });
+    assert.equal(invalid.status, 400);
+    assert.equal(invalid.body.errors?.[0]?.extensions?.traceId, unsampled.traceId);
+    const lines = logLines.filter((l) => l.msg === 'request completed' && l.trace_id === unsampled.traceId);
+    assert.equal(lines.length, 2, 'both requests’ log lines carry the unsampled trace');
+
+    // A sampled request after them: once its spans are in, the unsampled ones would have been too.
+    const sampled = traceContext();
+    const after = await a.gql('{ recentOrders(first: 1) { id } }', undefined, {
+      token: carol,
+      headers: { traceparent: sampled.traceparent },
+    });
+    assert.equal(after.status, 200);
+    const all = await receiver.waitFor((spans) =>
+      spans.some((s) => s.traceId === sampled.traceId && s.kind === SERVER),
+    );
+    assert.deepEqual(
+      all.filter((s) => s.traceId === unsampled.traceId).map((s) => s.name),
+      [],
+    );
+    assert.ok(all.some((s) => s.traceId === sampled.traceId && s.name === 'SELECT orders'));
   });
 
   test('no span attribute holds a token, a cookie, a password, a variable value or an SQL literal', async () => {

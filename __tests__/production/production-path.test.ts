@@ -142,6 +142,23 @@ describe('the production build: prod dependencies only, NODE_ENV=production, an 
     assert.match(created.headers['location']!, /\/v1\/orders\/ord_/);
   });
 
+  test('webhook endpoints in production: https only, and no loopback target (422 with the pointer /url)', async () => {
+    const create = (url: string) =>
+      request(prod.url)
+        .post('/v1/webhook-endpoints')
+        .set('authorization', `Bearer ${alice}`)
+        .send({ url, events: ['order.created'] })
+        .expect(422);
+    const http = await create('http://203.0.113.10/hooks');
+    assert.deepEqual(http.body.errors, [{ pointer: '/url', reason: 'must be an https URL' }]);
+    const loopback = await create('https://127.0.0.1/hooks');
+    assert.deepEqual(
+      (loopback.body.errors as { pointer: string }[]).map((e) => e.pointer),
+      ['/url'],
+    );
+    assert.match(loopback.body.errors[0].reason, /loopback address, which webhooks may not call$/);
+  });
+
   test('with RESULT_CACHE=on a repeated query is answered from the cache, and a write flushes it', async () => {
     const scrape = async () => (await request(prod.metricsUrl!).get('/metrics').expect(200)).text;
     const hits = (text: string) => Number(/^result_cache_hits_total (\d+)/m.exec(text)?.[1]);

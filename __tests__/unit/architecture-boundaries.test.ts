@@ -39,6 +39,10 @@ const refused: [string, string, RegExp][] = [
   ['src/context.ts', "import { x } from './http/realtime/index.js';", /from the domain alone/],
   ['src/http/rest/fixture.ts', "import { x } from '../../app.js';", /No import runs back up/],
   ['src/domain/fixture.ts', "import { Pool } from 'pg';", /Database access lives in src\/store/],
+  ['src/domain/fixture.ts', "import { trace } from '@opentelemetry/api';", /The domain knows no tracing SDK/],
+  ['src/store/fixture.ts', "import { trace } from '@opentelemetry/api';", /loaded by http\/observability\/tracingSdk/],
+  ['src/http/observability/fixture.ts', "import { trace } from '@opentelemetry/api';", /tracingSdk\.ts alone/],
+  ['src/tracing.ts', "import { trace } from '@opentelemetry/api';", /only when tracing is on/],
 ];
 
 describe('the layer rules in eslint.config.js bite', () => {
@@ -66,6 +70,15 @@ describe('the layer rules in eslint.config.js bite', () => {
       ['src/resolvers/Fixture.ts', "import { x } from '../http/problems/index.js';"],
       ['src/store/fixture.ts', "import type { x } from '../domain/ports.js';"],
       ['src/app.ts', "import { x } from './http/realtime/index.js';"],
+      // The tracing port, from every layer; OpenTelemetry itself, from the SDK's module.
+      ['src/domain/fixture.ts', "import { tracing } from '../tracing.js';"],
+      ['src/store/fixture.ts', "import { tracing } from '../tracing.js';"],
+      ['src/resolvers/Fixture.ts', "import { tracing } from '../tracing.js';"],
+      ['src/auth/fixture.ts', "import { tracing } from '../tracing.js';"],
+      ['src/context.ts', "import { tracing } from './tracing.js';"],
+      ['src/http/pipeline/fixture.ts', "import { tracing } from '../../tracing.js';"],
+      ['src/http/realtime/fixture.ts', "import { tracing } from '../../tracing.js';"],
+      ['src/http/observability/tracingSdk.ts', "import { trace } from '@opentelemetry/api';"],
     ];
     for (const [path, code] of allowed) assert.deepEqual(await importErrors(path, code), [], path);
   });

@@ -14,7 +14,11 @@ describe('the documentation written from its sources (npm run docs)', () => {
     const stale = files.filter(({ current, expected }) => current !== expected).map(({ file }) => file);
     assert.deepEqual(stale, [], `out of date: ${stale.join(', ')}; run npm run docs`);
     const recipes = files.flatMap(({ current }) => [...(current ?? '').matchAll(/<!-- generated:example:(\S+) -->/g)]);
-    assert.deepEqual(recipes.map((m) => m[1]).sort(), ['examples/sse-resume.ts', 'examples/ws-fresh-tokens.ts']);
+    assert.deepEqual(recipes.map((m) => m[1]).sort(), [
+      'examples/sse-resume.ts',
+      'examples/webhook-receiver.ts',
+      'examples/ws-fresh-tokens.ts',
+    ]);
   });
 
   test('the error table has a row for every code of the catalogue, and docs/errors.md holds it', () => {

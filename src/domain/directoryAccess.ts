@@ -56,21 +56,23 @@ export function createDirectoryAccess() {
     admit(user: User): User | null {
       if (byKey.size && refused(user)) return null;
       const isStaff = staffByDirectory(user);
-      if (isStaff === null || isStaff === user.roles.has(STAFF_ROLE)) return user;
+      const byToken = user.roles.has(STAFF_ROLE);
+      if (isStaff === null || isStaff === byToken) return user;
       const roles = new Set(user.roles);
       if (isStaff) roles.add(STAFF_ROLE);
       else roles.delete(STAFF_ROLE);
-      return { ...user, roles };
+      return { ...user, roles, staffByToken: byToken };
     },
 
     /**
      * For a caller admitted earlier (an open stream): why it may no longer go on, or null. A stream that was
-     * admitted with other roles than it would be now ends, so its subscriptions are authorised again.
+     * admitted with other roles than it would be now ends, so its subscriptions are authorised again: also when the
+     * staff group is gone (deleted or renamed), and the token's own roles decide again.
      */
     verdictOn(admitted: User): string | null {
       if (refused(admitted)) return ACCOUNT_DEACTIVATED;
-      const isStaff = staffByDirectory(admitted);
-      if (isStaff !== null && isStaff !== admitted.roles.has(STAFF_ROLE)) return ROLES_CHANGED;
+      const isStaff = staffByDirectory(admitted) ?? admitted.staffByToken ?? admitted.roles.has(STAFF_ROLE);
+      if (isStaff !== admitted.roles.has(STAFF_ROLE)) return ROLES_CHANGED;
       return null;
     },
 

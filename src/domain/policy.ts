@@ -21,6 +21,11 @@ export type Principal =
        * directory user's externalId names. Absent when the credential does not carry that claim.
        */
       readonly directoryKey?: string;
+      /**
+       * Whether the credential itself carried the staff role, set when the directory's staff group changed the roles
+       * it was admitted with: what decides again once the directory has no staff group.
+       */
+      readonly staffByToken?: boolean;
       /** `acr`: the authentication context class the user signed in under (OpenID Connect Core §2). */
       readonly acr?: string;
       /** `amr`: how the user signed in, as RFC 8176 names it (`pwd`, `otp`, `hwk`, `mfa`…). */

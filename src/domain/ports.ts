@@ -20,6 +20,7 @@ import type {
   PricedLine,
   Product,
 } from './model.js';
+import type { WebhookCursor, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookOwner } from './webhooks.js';
 
 /**
  * What the domain needs from storage, declared here and implemented in src/store/. The domain never sees
@@ -110,7 +111,16 @@ export interface DirectoryRepository {
   externalIdTaken(externalId: string, exceptId: string | null): Promise<boolean>;
   /** Inserts the user, replacing a deleted one with the same externalId; an inactive one is refused from now. */
   insertUser(id: string, input: DirectoryUserInput, revision: string): Promise<DirectoryUser>;
-  /** Replaces the user's attributes; going inactive refuses tokens issued before now, even after reactivation. */
+  /**
+   * When the user's externalId is about to change: keeps refusing the tokens its current key refuses now, as a
+   * deleted row of that key with the new `id` (all of them while the user is inactive, else those issued before its
+   * last deactivation). Nothing when the user refuses nothing.
+   */
+  keepRefusing(userId: string, id: string, revision: string): Promise<void>;
+  /**
+   * Replaces the user's attributes; going inactive refuses tokens issued before now, even after reactivation. A
+   * deleted row with the new externalId is what the user takes over: the tokens it refused stay refused.
+   */
   updateUser(id: string, input: DirectoryUserInput, revision: string): Promise<DirectoryUser | null>;
   /** Marks the user deleted (and inactive) and takes it out of every group. */
   deleteUser(id: string, revision: string): Promise<boolean>;
@@ -142,6 +152,124 @@ export interface DirectoryRepository {
   deleteGroup(id: string): Promise<boolean>;
 }
 
+/** A change to an endpoint's own settings (merge patch semantics: only what is given changes). */
+export interface WebhookEndpointChange {
+  readonly url?: string;
+  readonly events?: readonly WebhookEventType[];
+  readonly description?: string | null;
+  readonly enabled?: boolean;
+}
+
+/** A message to queue for an endpoint: the exact body to sign and send, and the trace of what caused it. */
+export interface NewWebhookMessage {
+  readonly id: string;
+  readonly endpointId: string;
+  readonly eventId: string | null;
+  readonly type: string;
+  readonly body: string;
+  readonly trace?: { readonly traceparent: string; readonly tracestate?: string };
+  readonly maxAttempts: number;
+}
+
+/** Webhook endpoints and their deliveries, always within one owner: someone else's endpoint is not found. */
+export interface WebhookRepository {
+  /**
+   * Takes the owner's turn for the rest of the transaction (concurrent creates of one owner go one at a time, so
+   * the limit per owner holds) and counts the owner's endpoints.
+   */
+  lockOwner(subject: string): Promise<number>;
+  insertEndpoint(endpoint: WebhookEndpoint, secret: string): Promise<void>;
+  findEndpoint(ownerSubject: string, id: string): Promise<WebhookEndpoint | null>;
+  /** Newest first. */
+  listEndpoints(
+    ownerSubject: string,
+    opts: { readonly limit: number; readonly after?: WebhookCursor },
+  ): Promise<WebhookEndpoint[]>;
+  /** Compare-and-set on the version: null when the endpoint is gone or has moved on. */
+  updateEndpoint(id: string, expectedVersion: number, change: WebhookEndpointChange): Promise<WebhookEndpoint | null>;
+  deleteEndpoint(id: string, expectedVersion: number): Promise<boolean>;
+  /** A new secret; the current one stays valid until `previousUntil`. Compare-and-set on the version. */
+  rotateSecret(
+    id: string,
+    expectedVersion: number,
+    secret: string,
+    previousUntil: Date,
+  ): Promise<WebhookEndpoint | null>;
+  /** The endpoint's messages, newest first, each with its newest attempts. */
+  deliveries(
+    endpointId: string,
+    opts: { readonly limit: number; readonly after?: WebhookCursor; readonly attempts: number },
+  ): Promise<WebhookDelivery[]>;
+  findDelivery(endpointId: string, id: string, attempts: number): Promise<WebhookDelivery | null>;
+  /** Sends the message once more, now: one attempt beyond those it has had. */
+  retryDelivery(endpointId: string, id: string): Promise<boolean>;
+  insertMessages(messages: readonly NewWebhookMessage[]): Promise<void>;
+  /** Every enabled endpoint, for deriving messages from events. */
+  enabledEndpoints(): Promise<WebhookEndpoint[]>;
+  /**
+   * Outbox events after `afterId`, oldest first, including those past the subscribers' retention window; `lastId` is
+   * the last id read (null when none), `skipped` the ids of rows that could not be read as events.
+   */
+  eventsAfter(
+    afterId: string,
+    limit: number,
+  ): Promise<{ events: OrderEvent[]; lastId: string | null; skipped: readonly string[] }>;
+  /** Takes the outbox cursor for this transaction (replicas take turns) and returns the last event id turned into messages. */
+  lockOutboxCursor(): Promise<string>;
+  advanceOutboxCursor(lastEventId: string): Promise<void>;
+}
+
+/** A message a replica has claimed, with what sending it needs. */
+export interface ClaimedWebhookMessage {
+  readonly id: string;
+  readonly endpointId: string;
+  readonly type: string;
+  readonly body: string;
+  readonly trace?: { readonly traceparent: string; readonly tracestate?: string };
+  /** Attempts made before this one. */
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  readonly url: string;
+  /** The current secret first, then the previous one while it is still valid. */
+  readonly secrets: readonly string[];
+  readonly owner: WebhookOwner;
+}
+
+/** How one attempt went, and what becomes of the message. */
+export interface WebhookAttemptRecord {
+  readonly at: Date;
+  readonly durationMs: number;
+  readonly statusCode: number | null;
+  readonly error: string | null;
+  /** pending (with `nextAttemptAt`), delivered, failed (no attempts left) or cancelled (not sent at all). */
+  readonly status: 'pending' | 'delivered' | 'failed' | 'cancelled';
+  readonly nextAttemptAt: Date | null;
+  /** A failed attempt counts towards disabling the endpoint; a success clears its failing streak. */
+  readonly counts: 'success' | 'failure' | 'neither';
+}
+
+/** The delivery queue: claiming due messages for one replica at a time, and recording their attempts. */
+export interface WebhookQueue {
+  /**
+   * Claims up to `limit` due messages of enabled endpoints for `leaseMs` (skipping rows another replica holds), so
+   * that no endpoint has more than `perEndpoint` in flight here, counting those already `inFlight`.
+   */
+  claim(opts: {
+    readonly limit: number;
+    readonly perEndpoint: number;
+    readonly inFlight: ReadonlyMap<string, number>;
+    readonly leaseMs: number;
+    readonly token: string;
+  }): Promise<ClaimedWebhookMessage[]>;
+  /**
+   * Records an attempt and its outcome, if the claim is still this replica's (`token`); an endpoint failing since
+   * more than `disableAfterMs` is disabled. False when the claim had been lost.
+   */
+  record(id: string, token: string, attempt: WebhookAttemptRecord, disableAfterMs: number): Promise<boolean>;
+  /** Seconds the oldest due message has waited (0 when none is due). */
+  backlogSeconds(): Promise<number>;
+}
+
 /** The repositories over one connection or one open transaction. */
 export interface Repositories {
   readonly directory: DirectoryRepository;
@@ -150,6 +278,7 @@ export interface Repositories {
   readonly products: ProductRepository;
   readonly events: EventRepository;
   readonly idempotency: IdempotencyRepository;
+  readonly webhooks: WebhookRepository;
 }
 
 /** The repositories over the database, and a way to use them in one transaction. */

@@ -45,6 +45,10 @@ function text(value: string | null, attribute: string, { required = false } = {}
 
 function checkUser(input: DirectoryUserInput): void {
   text(input.userName, 'userName', { required: true });
+  // Okta and Entra send sign-in names trimmed; one that is not would be unique only by its white space.
+  if (input.userName.trim() !== input.userName) {
+    throw invalidValue('userName must not begin or end with white space.');
+  }
   text(input.externalId, 'externalId');
   text(input.displayName, 'displayName');
   for (const [part, value] of Object.entries(input.name ?? {})) if (value !== undefined) text(value, `name.${part}`);
@@ -169,6 +173,10 @@ export function createProvisioning(deps: { storage: Storage; feed: DirectoryFeed
         const input = change(current);
         checkUser(input);
         await uniqueUser(tx, input, id);
+        // The deny list is keyed by what tokens carry: a key leaving a refused user stays refused.
+        if (current.externalId !== null && input.externalId !== current.externalId) {
+          await tx.keepRefusing(id, newId('usr'), revision);
+        }
         const user = (await tx.updateUser(id, input, revision))!;
         await endSessions(tx, current, user);
         return user;

@@ -3,9 +3,10 @@ import { createCustomerService } from './customers.js';
 import { createLoaders } from './loaders.js';
 import { createOrderService } from './orderService.js';
 import type { DirectoryFeed, EventChannel, Storage } from './ports.js';
-import type { StepUpRule } from './policy.js';
+import type { StepUpRule, User } from './policy.js';
 import { createProvisioning } from './provisioning.js';
 import { createSubscriptionService } from './subscriptions.js';
+import { createWebhookService, type WebhookTargetCheck } from './webhookService.js';
 
 /** Every transport calls these; they hold the rules, including who may do what. */
 export function createServices(
@@ -13,6 +14,14 @@ export function createServices(
   events: EventChannel,
   directory: DirectoryFeed,
   rules: { readonly stepUp: StepUpRule | null },
+  webhooks: {
+    /** The directory's verdicts, for owners of endpoints outside any request. */
+    readonly directory: { admit(user: User): User | null };
+    readonly targets: WebhookTargetCheck;
+    readonly requireHttps: boolean;
+    readonly maxAttempts: number;
+    readonly onQueued: () => void;
+  },
 ) {
   const catalogue = createCatalogue(storage.products);
   const customers = createCustomerService(storage.customers);
@@ -25,7 +34,16 @@ export function createServices(
   });
   const subscriptions = createSubscriptionService({ outbox: storage.events, bus: events, customers, orders });
   const provisioning = createProvisioning({ storage, feed: directory });
-  return { catalogue, customers, orders, subscriptions, provisioning, loaders: () => createLoaders(storage) };
+  const webhookEndpoints = createWebhookService({ storage, customers, stepUp: rules.stepUp, ...webhooks });
+  return {
+    catalogue,
+    customers,
+    orders,
+    subscriptions,
+    provisioning,
+    webhooks: webhookEndpoints,
+    loaders: () => createLoaders(storage),
+  };
 }
 
 export type Services = ReturnType<typeof createServices>;

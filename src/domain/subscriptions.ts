@@ -4,7 +4,7 @@ import { canSeeEvent } from './events.js';
 import type { EventKind, OrderEvent } from './model.js';
 import type { OrderService } from './orderService.js';
 import type { EventChannel, EventRepository } from './ports.js';
-import { isStaff, requireScope, SCOPES, type Principal } from './policy.js';
+import { isStaff, requireScope, SCOPES, type Principal, type User } from './policy.js';
 
 /**
  * The events one audience may see for one filter. Subscribers with equal keys see exactly the same events: the key
@@ -22,6 +22,21 @@ export interface OrderFeed {
 }
 
 const REPLAY_PAGE = 200;
+
+/** Who sees which order events: the one visibility rule of every feed (subscriptions, webhook endpoints). */
+export interface Audience {
+  /** Names the audience: callers with equal keys see exactly the same events. */
+  readonly key: string;
+  sees(event: OrderEvent): boolean;
+}
+
+/** The rule for reads: staff see every order's events, a customer those of their own orders. */
+export function audienceOf(user: User, ownCustomerId: string): Audience {
+  return {
+    key: isStaff(user) ? 'staff' : `customer:${ownCustomerId}`,
+    sees: (event) => canSeeEvent(user, ownCustomerId, event),
+  };
+}
 
 /** Missed events from the outbox, oldest first, then the live stream without anything already replayed. */
 async function* resumed(
@@ -64,13 +79,13 @@ export function createSubscriptionService(deps: {
     ): Promise<OrderFeed> {
       const user = requireScope(principal, SCOPES.read);
       if (filter.orderId && !(await deps.orders.get(principal, filter.orderId))) throw notFound('Order');
-      const own = await deps.customers.idFor(user);
+      const audience = audienceOf(user, await deps.customers.idFor(user));
       const wanted = (event: OrderEvent) =>
         filter.kinds.includes(event.kind) &&
         (!filter.orderId || event.order.id === filter.orderId) &&
-        canSeeEvent(user, own, event);
+        audience.sees(event);
       return {
-        key: JSON.stringify([isStaff(user) ? 'staff' : `customer:${own}`, filter.kinds, filter.orderId ?? null]),
+        key: JSON.stringify([audience.key, filter.kinds, filter.orderId ?? null]),
         listen: (onEvent) =>
           deps.bus.listen((event) => {
             if (wanted(event)) onEvent(event);

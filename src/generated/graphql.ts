@@ -2,6 +2,8 @@
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
 import type { Order as OrderModel, OrderItem as OrderItemModel, Customer as CustomerModel, Product as ProductModel } from '../domain/model.js';
 import type { User as UserModel } from '../domain/policy.js';
+import type { WebhookEndpoint as WebhookEndpointModel } from '../domain/webhooks.js';
+import type { EndpointWithSecret as EndpointWithSecretModel } from '../domain/webhookService.js';
 import type { Context } from '../context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = T | null | undefined;
@@ -28,6 +30,16 @@ export type CreateOrderInput = {
   customerId?: InputMaybe<Scalars['ID']['input']>;
   /** The lines to order, 1 to 100. */
   items: Array<OrderItemInput>;
+};
+
+/** A new webhook endpoint. */
+export type CreateWebhookEndpointInput = {
+  /** What it is for, up to 500 characters. */
+  description?: InputMaybe<Scalars['String']['input']>;
+  /** Event types to send: `order.created`, `order.status_changed`, `order.cancelled`. */
+  events: Array<Scalars['String']['input']>;
+  /** https URL of the receiver (http and private addresses only where the server allows them). */
+  url: Scalars['String']['input'];
 };
 
 /** Someone who places orders. */
@@ -62,6 +74,19 @@ export type Mutation = {
    */
   createOrder: Maybe<Order>;
   /**
+   * Registers a webhook endpoint for the caller: it receives, signed (Standard Webhooks), the order
+   * events the caller may read. At most 20 per caller; the URL must resolve to public addresses. The
+   * secret is in this answer only. Needs `orders:read`; staff need a recent second factor (step-up).
+   */
+  createWebhookEndpoint: Maybe<WebhookEndpointWithSecret>;
+  /** Removes one of the caller's endpoints and its delivery log; `true` when done. */
+  deleteWebhookEndpoint: Maybe<Scalars['Boolean']['output']>;
+  /**
+   * A new secret for one of the caller's endpoints, in this answer only. The old secret stays valid
+   * for 24 hours: both sign every message meanwhile.
+   */
+  rotateWebhookEndpointSecret: Maybe<WebhookEndpointWithSecret>;
+  /**
    * Moves an order to another status. Allowed moves: pending → paid → shipped → delivered, and
    * pending or paid → cancelled; anything else fails with `INVALID_TRANSITION`. Staff drive every
    * move; customers may only cancel their own pending orders. Send the `etag` you last read to
@@ -70,6 +95,8 @@ export type Mutation = {
    * `INSUFFICIENT_USER_AUTHENTICATION`, whose `acrValues` and `maxAge` say what to sign in with.
    */
   updateOrderStatus: Maybe<Order>;
+  /** Changes what is given of one of the caller's endpoints; `enabled: true` resumes one the service disabled. */
+  updateWebhookEndpoint: Maybe<WebhookEndpoint>;
 };
 
 
@@ -88,10 +115,38 @@ export type MutationCreateOrderArgs = {
 
 
 /** The entry points for writing. Top-level mutation fields run one after another, in order. */
+export type MutationCreateWebhookEndpointArgs = {
+  input: CreateWebhookEndpointInput;
+};
+
+
+/** The entry points for writing. Top-level mutation fields run one after another, in order. */
+export type MutationDeleteWebhookEndpointArgs = {
+  etag?: InputMaybe<Scalars['String']['input']>;
+  id: Scalars['ID']['input'];
+};
+
+
+/** The entry points for writing. Top-level mutation fields run one after another, in order. */
+export type MutationRotateWebhookEndpointSecretArgs = {
+  etag?: InputMaybe<Scalars['String']['input']>;
+  id: Scalars['ID']['input'];
+};
+
+
+/** The entry points for writing. Top-level mutation fields run one after another, in order. */
 export type MutationUpdateOrderStatusArgs = {
   etag?: InputMaybe<Scalars['String']['input']>;
   id: Scalars['ID']['input'];
   status: Scalars['String']['input'];
+};
+
+
+/** The entry points for writing. Top-level mutation fields run one after another, in order. */
+export type MutationUpdateWebhookEndpointArgs = {
+  etag?: InputMaybe<Scalars['String']['input']>;
+  id: Scalars['ID']['input'];
+  input: UpdateWebhookEndpointInput;
 };
 
 /** A customer's order of catalogue products. */
@@ -193,6 +248,13 @@ export type Query = {
   recentOrders: Array<Order>;
   /** Who is calling: `null` for an anonymous request. */
   viewer: Maybe<Viewer>;
+  /** One of the caller's webhook endpoints, or `null` when there is none such or it is someone else's. */
+  webhookEndpoint: Maybe<WebhookEndpoint>;
+  /**
+   * The caller's webhook endpoints, newest first (the REST `/v1/webhook-endpoints`). Values of `first`
+   * above 100 behave as 100. Needs the `orders:read` scope.
+   */
+  webhookEndpoints: Array<WebhookEndpoint>;
 };
 
 
@@ -210,6 +272,18 @@ export type QueryProductArgs = {
 
 /** The entry points for reading. */
 export type QueryRecentOrdersArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/** The entry points for reading. */
+export type QueryWebhookEndpointArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+/** The entry points for reading. */
+export type QueryWebhookEndpointsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
 };
 
@@ -236,6 +310,18 @@ export type SubscriptionOrderUpdatedArgs = {
   id?: InputMaybe<Scalars['ID']['input']>;
 };
 
+/** A change to a webhook endpoint: only what is given changes; `description: null` removes it. */
+export type UpdateWebhookEndpointInput = {
+  /** What it is for, up to 500 characters; null removes it. */
+  description?: InputMaybe<Scalars['String']['input']>;
+  /** false pauses deliveries; true resumes them. */
+  enabled?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Event types to send. */
+  events?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** https URL of the receiver. */
+  url?: InputMaybe<Scalars['String']['input']>;
+};
+
 /** The authenticated caller. */
 export type Viewer = {
   __typename?: 'Viewer';
@@ -249,6 +335,41 @@ export type Viewer = {
   scopes: Array<Scalars['String']['output']>;
   /** The OIDC subject (`sub`) of the caller. */
   subject: Scalars['String']['output'];
+};
+
+/**
+ * Where order events are POSTed (Standard Webhooks): the endpoint receives what its owner may read,
+ * staff every order's events, a customer those of their own orders.
+ */
+export type WebhookEndpoint = {
+  __typename?: 'WebhookEndpoint';
+  /** When it was registered. */
+  createdAt: Scalars['DateTime']['output'];
+  /** What it is for, as its owner described it. */
+  description: Maybe<Scalars['String']['output']>;
+  /** Why the service disabled it, when it did. */
+  disabledReason: Maybe<Scalars['String']['output']>;
+  /** False when paused by its owner, or disabled by the service after failing continuously. */
+  enabled: Scalars['Boolean']['output'];
+  /** A strong validator that changes with every change: the REST `ETag` of this endpoint. */
+  etag: Scalars['String']['output'];
+  /** The event types sent: `order.created`, `order.status_changed`, `order.cancelled`. */
+  events: Array<Scalars['String']['output']>;
+  /** Opaque id, prefixed `we_`. */
+  id: Scalars['ID']['output'];
+  /** When it last changed. */
+  updatedAt: Scalars['DateTime']['output'];
+  /** The receiver's URL. */
+  url: Scalars['String']['output'];
+};
+
+/** An endpoint with the signing secret just made: shown on creation and rotation only. */
+export type WebhookEndpointWithSecret = {
+  __typename?: 'WebhookEndpointWithSecret';
+  /** The endpoint. */
+  endpoint: WebhookEndpoint;
+  /** The signing secret, `whsec_` and base64, for `standardwebhooks`' `Webhook.verify`. */
+  secret: Scalars['String']['output'];
 };
 
 
@@ -327,6 +448,7 @@ export type ResolversTypes = {
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   CacheControlScope: CacheControlScope;
   CreateOrderInput: CreateOrderInput;
+  CreateWebhookEndpointInput: CreateWebhookEndpointInput;
   Customer: ResolverTypeWrapper<CustomerModel>;
   DateTime: ResolverTypeWrapper<Scalars['DateTime']['output']>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
@@ -340,13 +462,17 @@ export type ResolversTypes = {
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  UpdateWebhookEndpointInput: UpdateWebhookEndpointInput;
   Viewer: ResolverTypeWrapper<UserModel>;
+  WebhookEndpoint: ResolverTypeWrapper<WebhookEndpointModel>;
+  WebhookEndpointWithSecret: ResolverTypeWrapper<EndpointWithSecretModel>;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
 export type ResolversParentTypes = {
   Boolean: Scalars['Boolean']['output'];
   CreateOrderInput: CreateOrderInput;
+  CreateWebhookEndpointInput: CreateWebhookEndpointInput;
   Customer: CustomerModel;
   DateTime: Scalars['DateTime']['output'];
   ID: Scalars['ID']['output'];
@@ -359,7 +485,10 @@ export type ResolversParentTypes = {
   Query: Record<PropertyKey, never>;
   String: Scalars['String']['output'];
   Subscription: Record<PropertyKey, never>;
+  UpdateWebhookEndpointInput: UpdateWebhookEndpointInput;
   Viewer: UserModel;
+  WebhookEndpoint: WebhookEndpointModel;
+  WebhookEndpointWithSecret: EndpointWithSecretModel;
 };
 
 export type CacheControlDirectiveArgs = {
@@ -384,7 +513,11 @@ export interface DateTimeScalarConfig extends GraphQLScalarTypeConfig<ResolversT
 export type MutationResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
   cancelOrder?: Resolver<Maybe<ResolversTypes['Order']>, ParentType, ContextType, RequireFields<MutationCancelOrderArgs, 'id'>>;
   createOrder?: Resolver<Maybe<ResolversTypes['Order']>, ParentType, ContextType, RequireFields<MutationCreateOrderArgs, 'input'>>;
+  createWebhookEndpoint?: Resolver<Maybe<ResolversTypes['WebhookEndpointWithSecret']>, ParentType, ContextType, RequireFields<MutationCreateWebhookEndpointArgs, 'input'>>;
+  deleteWebhookEndpoint?: Resolver<Maybe<ResolversTypes['Boolean']>, ParentType, ContextType, RequireFields<MutationDeleteWebhookEndpointArgs, 'id'>>;
+  rotateWebhookEndpointSecret?: Resolver<Maybe<ResolversTypes['WebhookEndpointWithSecret']>, ParentType, ContextType, RequireFields<MutationRotateWebhookEndpointSecretArgs, 'id'>>;
   updateOrderStatus?: Resolver<Maybe<ResolversTypes['Order']>, ParentType, ContextType, RequireFields<MutationUpdateOrderStatusArgs, 'id' | 'status'>>;
+  updateWebhookEndpoint?: Resolver<Maybe<ResolversTypes['WebhookEndpoint']>, ParentType, ContextType, RequireFields<MutationUpdateWebhookEndpointArgs, 'id' | 'input'>>;
 };
 
 export type OrderResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Order'] = ResolversParentTypes['Order']> = {
@@ -421,6 +554,8 @@ export type QueryResolvers<ContextType = Context, ParentType extends ResolversPa
   products?: Resolver<Array<ResolversTypes['Product']>, ParentType, ContextType>;
   recentOrders?: Resolver<Array<ResolversTypes['Order']>, ParentType, ContextType, RequireFields<QueryRecentOrdersArgs, 'first'>>;
   viewer?: Resolver<Maybe<ResolversTypes['Viewer']>, ParentType, ContextType>;
+  webhookEndpoint?: Resolver<Maybe<ResolversTypes['WebhookEndpoint']>, ParentType, ContextType, RequireFields<QueryWebhookEndpointArgs, 'id'>>;
+  webhookEndpoints?: Resolver<Array<ResolversTypes['WebhookEndpoint']>, ParentType, ContextType, RequireFields<QueryWebhookEndpointsArgs, 'first'>>;
 };
 
 export type SubscriptionResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
@@ -436,6 +571,23 @@ export type ViewerResolvers<ContextType = Context, ParentType extends ResolversP
   subject?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
+export type WebhookEndpointResolvers<ContextType = Context, ParentType extends ResolversParentTypes['WebhookEndpoint'] = ResolversParentTypes['WebhookEndpoint']> = {
+  createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  description?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  disabledReason?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  enabled?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  etag?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  events?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  url?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type WebhookEndpointWithSecretResolvers<ContextType = Context, ParentType extends ResolversParentTypes['WebhookEndpointWithSecret'] = ResolversParentTypes['WebhookEndpointWithSecret']> = {
+  endpoint?: Resolver<ResolversTypes['WebhookEndpoint'], ParentType, ContextType>;
+  secret?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
 export type Resolvers<ContextType = Context> = {
   Customer?: CustomerResolvers<ContextType>;
   DateTime?: GraphQLScalarType;
@@ -446,6 +598,8 @@ export type Resolvers<ContextType = Context> = {
   Query?: QueryResolvers<ContextType>;
   Subscription?: SubscriptionResolvers<ContextType>;
   Viewer?: ViewerResolvers<ContextType>;
+  WebhookEndpoint?: WebhookEndpointResolvers<ContextType>;
+  WebhookEndpointWithSecret?: WebhookEndpointWithSecretResolvers<ContextType>;
 };
 
 export type DirectiveResolvers<ContextType = Context> = {

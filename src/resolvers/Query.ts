@@ -7,4 +7,7 @@ export const Query: QueryResolvers = {
   products: async (_parent, _args, { services }) => [...(await services.catalogue.list())],
   product: (_parent, { sku }, { services }) => services.catalogue.bySku(sku),
   viewer: (_parent, _args, { principal }) => (principal.kind === 'user' ? principal : null),
+  webhookEndpoints: async (_parent, { first }, { services, principal }) =>
+    (await services.webhooks.list(principal, { first })).items,
+  webhookEndpoint: (_parent, { id }, { services, principal }) => services.webhooks.get(principal, id),
 };

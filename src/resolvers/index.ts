@@ -8,6 +8,7 @@ import { Product } from './Product.js';
 import { Query } from './Query.js';
 import { Subscription } from './Subscription.js';
 import { Viewer } from './Viewer.js';
+import { WebhookEndpoint } from './WebhookEndpoint.js';
 
 export const resolvers: Resolvers = {
   Query,
@@ -18,5 +19,6 @@ export const resolvers: Resolvers = {
   Product,
   Customer,
   Viewer,
+  WebhookEndpoint,
   DateTime,
 };

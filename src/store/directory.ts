@@ -208,11 +208,31 @@ export function directoryRows(db: Queryable): DirectoryRepository {
       return toUser(row);
     },
 
+    async keepRefusing(userId, id, revision) {
+      // An inactive user's key is refused outright, as after a deletion; an active one's only for the tokens issued
+      // before its last deactivation.
+      await db.query(
+        `insert into directory_users (id, user_name, external_id, active, revision, tokens_valid_after, deleted_at)
+         select $2, u.user_name, u.external_id, u.active, $3,
+           case when u.active then u.tokens_valid_after else now() end, now()
+         from directory_users u
+         where u.id = $1 and u.deleted_at is null and u.external_id is not null
+           and (not u.active or u.tokens_valid_after is not null)`,
+        [userId, id, revision],
+      );
+    },
+
     async updateUser(id, input, revision) {
       const [row] = await db.query(
-        `update directory_users u set user_name = $2, external_id = $3, display_name = $4, name = $5::jsonb,
+        `with replaced as (
+           delete from directory_users where external_id = $3 and deleted_at is not null
+           returning tokens_valid_after
+         )
+         update directory_users u set user_name = $2, external_id = $3, display_name = $4, name = $5::jsonb,
            emails = $6::jsonb, active = $7, revision = $8, version = u.version + 1, updated_at = now(),
-           tokens_valid_after = case when u.active and not $7 then now() else u.tokens_valid_after end
+           tokens_valid_after = greatest(
+             case when u.active and not $7 then now() else u.tokens_valid_after end,
+             (select max(tokens_valid_after) from replaced))
          where u.id = $1 and u.deleted_at is null
          returning ${USER_COLUMNS}`,
         [id, ...userParams(input), revision],
@@ -340,8 +360,9 @@ export async function directoryUserStates(db: Queryable, afterRevision: string |
            where external_id is not null and (not active or tokens_valid_after is not null)`,
         )
       : await db.query(
+          // A key that left a user (keepRefusing) is read after that user's row of the same revision.
           `select id, external_id, active, tokens_valid_after from directory_users
-           where revision > $1 order by revision`,
+           where revision > $1 order by revision, deleted_at is not null`,
           [afterRevision],
         );
   return rows.map(toUserState);

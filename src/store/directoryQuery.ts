@@ -36,7 +36,11 @@ type Leaf<F extends string> = Exclude<DirectoryQuery<F>, { op: 'and' | 'or' | 'n
 
 /** One comparison on a column, its value added to `params`. */
 function compare(column: Column, query: Leaf<string>, params: unknown[]): string {
-  if (query.op === 'pr') return column.kind === 'boolean' ? `${column.sql} is not null` : `${column.sql} <> ''`;
+  if (query.op === 'pr') {
+    return column.kind === 'boolean' || column.kind === 'timestamp'
+      ? `${column.sql} is not null`
+      : `${column.sql} <> ''`;
+  }
   const { op, value } = query;
   const place = (v: unknown) => {
     params.push(v);

@@ -81,14 +81,43 @@ export async function eventsAfter(db: Queryable, afterId: string, limit: number)
   return rows.map(toEvent);
 }
 
+/**
+ * Events after `afterId`, oldest first, however old: what webhooks have yet to turn into messages. A row that does
+ * not parse is passed over (and named in `skipped`), so that it cannot hold up every later event; `lastId` is the
+ * last id read either way.
+ */
+export async function allEventsAfter(
+  db: Queryable,
+  afterId: string,
+  limit: number,
+): Promise<{ events: StoredEvent[]; lastId: string | null; skipped: string[] }> {
+  const rows = await db.query<{ id: string }>(
+    `select ${EVENT_COLUMNS} from order_events where order_events.id > $1::bigint order by order_events.id limit $2`,
+    [afterId, limit],
+  );
+  const events: StoredEvent[] = [];
+  const skipped: string[] = [];
+  for (const row of rows) {
+    try {
+      events.push(toEvent(row));
+    } catch {
+      skipped.push(String(row.id));
+    }
+  }
+  return { events, lastId: rows.length ? String(rows.at(-1)!.id) : null, skipped };
+}
+
 /** The newest event id, or '0' when there is none. */
 export async function latestEventId(db: Queryable): Promise<string> {
   const [row] = await db.query<{ id: string | null }>('select max(id)::text as id from order_events');
   return row?.id ?? '0';
 }
 
+/** Past the retention window, except events webhooks have not yet turned into messages (their replicas were down). */
 export async function deleteOldEvents(db: Queryable): Promise<void> {
-  await db.query('delete from order_events where created_at < now() - make_interval(hours => $1)', [
-    EVENT_RETENTION_HOURS,
-  ]);
+  await db.query(
+    `delete from order_events where created_at < now() - make_interval(hours => $1)
+       and id <= (select last_event_id from webhook_outbox_cursor where id = 1)`,
+    [EVENT_RETENTION_HOURS],
+  );
 }

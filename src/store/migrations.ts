@@ -4,6 +4,7 @@ import { DIRECTORY_MIGRATIONS } from './migrations/directory.js';
 import type { Migration } from './migrations/migration.js';
 import { STEP_UP_MIGRATIONS } from './migrations/stepUp.js';
 import { TRACING_MIGRATIONS } from './migrations/tracing.js';
+import { WEBHOOK_MIGRATIONS } from './migrations/webhooks.js';
 
 /**
  * Append-only: a released migration is never edited, only followed by a new one. Each feature's migrations live in a
@@ -14,6 +15,7 @@ export const MIGRATIONS: readonly Migration[] = [
   ...DIRECTORY_MIGRATIONS,
   ...STEP_UP_MIGRATIONS,
   ...TRACING_MIGRATIONS,
+  ...WEBHOOK_MIGRATIONS,
 ].sort((a, b) => a.version - b.version);
 
 for (const [i, m] of MIGRATIONS.entries()) {

@@ -28,6 +28,8 @@ export function traceRedisCommands(): () => void {
     const channel = tracingChannel<string, Traced>('ioredis:command');
     const handlers = {
       start(message: Traced) {
+        // Outside a recorded span (tracing off, the event bus, a trace the sampler left out) nothing is built.
+        if (!tracing.recording()) return;
         const operation = message.command.toUpperCase();
         const span = tracing.start(operation, {
           kind: 'client',

@@ -1,4 +1,4 @@
-import type { DirectoryRepository, Repositories, Storage } from '../domain/ports.js';
+import type { DirectoryRepository, Repositories, Storage, WebhookRepository } from '../domain/ports.js';
 import { customerBySubject, customersByIds, insertCustomerForSubject } from './customers.js';
 import type { Database, Queryable } from './db.js';
 import { directoryRows } from './directory.js';
@@ -15,14 +15,19 @@ import {
   updateOrderStatus,
 } from './orders.js';
 import { allProducts } from './products.js';
+import { webhookRows } from './webhooks.js';
 
 /** The domain's repositories over one connection or one open transaction. */
 export function repositoriesOver(db: Queryable): Repositories {
   let directory: DirectoryRepository | undefined;
+  let webhooks: WebhookRepository | undefined;
   return {
     // Made on first use: most transactions are about orders.
     get directory() {
       return (directory ??= directoryRows(db));
+    },
+    get webhooks() {
+      return (webhooks ??= webhookRows(db));
     },
     orders: {
       find: (id) => findOrder(db, id),

@@ -109,17 +109,28 @@ function describe(sql: string): Statement {
   return statement;
 }
 
+/** Each statement's attributes with each engine's (two objects per process at most): made once, not per span. */
+const WITH_ENGINE = new WeakMap<Attributes, WeakMap<Statement, Attributes>>();
+
+function attributesOf(statement: Statement, engine: Attributes): Attributes {
+  let perStatement = WITH_ENGINE.get(engine);
+  if (!perStatement) WITH_ENGINE.set(engine, (perStatement = new WeakMap()));
+  let attributes = perStatement.get(statement);
+  if (!attributes) perStatement.set(statement, (attributes = { ...engine, ...statement.attributes }));
+  return attributes;
+}
+
 /**
- * A client span for one statement sent inside a traced operation, by OpenTelemetry's database conventions: named by
- * its summary (`SELECT orders`), with `db.system.name` and the engine's own attributes (`engine`), the operation and
- * the sanitized text; never a parameter's value. Undefined (and nothing done) when tracing is off or no span is
- * active: the event bus's poll and the sweeper's deletes make no traces of their own.
+ * A client span for one statement sent inside a recorded span, by OpenTelemetry's database conventions: named by its
+ * summary (`SELECT orders`), with `db.system.name` and the engine's own attributes (`engine`), the operation and the
+ * sanitized text; never a parameter's value. Undefined when there is no span to make (see `traced`).
  */
 function statementSpan(sql: string, engine: Attributes): Span | undefined {
-  if (!tracing.enabled) return undefined;
   const statement = describe(sql);
-  const span = tracing.start(statement.summary, { kind: 'client', requireParent: true, attributes: engine });
-  span?.setAttributes(statement.attributes);
+  const span = tracing.start(statement.summary, { kind: 'client', requireParent: true });
+  // Set on the started span rather than given to start: the SDK cleans attributes given at start twice (before and
+  // after sampling), set ones once; samplers here never read them.
+  span?.setAttributes(attributesOf(statement, engine));
   return span;
 }
 
@@ -133,10 +144,7 @@ function statementEnded(span: Span, error?: unknown): void {
   span.end();
 }
 
-/** Sends one statement (`send`) inside its span, when there is one to make. */
-export async function traced<T>(sql: string, engine: Attributes, send: () => Promise<T>): Promise<T> {
-  const span = statementSpan(sql, engine);
-  if (!span) return send();
+async function sendInSpan<T>(span: Span, send: () => Promise<T>): Promise<T> {
   try {
     const result = await send();
     statementEnded(span);
@@ -145,4 +153,15 @@ export async function traced<T>(sql: string, engine: Attributes, send: () => Pro
     statementEnded(span, error);
     throw error;
   }
+}
+
+/**
+ * Sends one statement (`send`) inside its span, when there is one to make: only inside a recorded span. With tracing
+ * off, outside any span (the event bus's poll, the sweeper's deletes) and in a trace the sampler left out, the
+ * statement is sent as it is, with nothing looked at or added (not even a promise).
+ */
+export function traced<T>(sql: string, engine: Attributes, send: () => Promise<T>): Promise<T> {
+  if (!tracing.recording()) return send();
+  const span = statementSpan(sql, engine);
+  return span ? sendInSpan(span, send) : send();
 }

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { READABLE_CONTENT_CODINGS } from '../problems/index.js';
 
@@ -27,6 +28,8 @@ export function jsonBodyParser(opts: {
   limit: string;
   type?: string | readonly string[] | ((req: Request) => boolean);
   strict?: boolean;
+  /** Bytes that are not UTF-8 are 415 (SCIM says so), where the decoder would put U+FFFD in their place. */
+  utf8Only?: boolean;
 }): RequestHandler {
   const parse = express.json({
     limit: opts.limit,
@@ -34,6 +37,7 @@ export function jsonBodyParser(opts: {
     ...(opts.type === undefined ? {} : { type: opts.type as never }),
     verify: (_req, _res, body) => {
       if (body.length === 0) throw refused('entity.parse.failed', 'empty body');
+      if (opts.utf8Only && !isUtf8(body)) throw refused('charset.unsupported', 'the body is not UTF-8');
     },
   });
   return (req: Request, res: Response, next: NextFunction) => {

@@ -62,20 +62,16 @@ export function traceRequests() {
   return (req: Request, res: Response, next: NextFunction) => {
     if (UNTRACED.has(req.url)) return next();
     const method = KNOWN_METHODS.has(req.method) ? req.method : 'HTTP';
-    const query = req.originalUrl.indexOf('?');
-    const span = tracing.start(method, {
-      kind: 'server',
-      parent: tracing.extract(req.headers),
-      root: true,
-      attributes: requestAttributes(
-        req,
-        query < 0 ? req.originalUrl : req.originalUrl.slice(0, query),
-        req.protocol,
-        req.ip,
-      ),
-    });
+    const span = tracing.start(method, { kind: 'server', parent: tracing.extract(req.headers), root: true });
     if (!span) return next();
-    res.once('close', () => endServerSpan(span, req, res, method));
+    // A request the sampler left out still carries its trace (the span's ids, unsampled) to what it calls and logs,
+    // but nothing is recorded of it: no attributes to build, no outcome to wait for.
+    if (span.isRecording()) {
+      const query = req.originalUrl.indexOf('?');
+      const path = query < 0 ? req.originalUrl : req.originalUrl.slice(0, query);
+      span.setAttributes(requestAttributes(req, path, req.protocol, req.ip));
+      res.once('close', () => endServerSpan(span, req, res, method));
+    }
     tracing.with(span, next);
   };
 }

@@ -188,7 +188,45 @@ export function createMetrics() {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    webhookDeliveries: new Counter({
+      name: 'webhook_deliveries_total',
+      help: 'Webhook delivery attempts by result: success, http_error, timeout, network_error, refused_address, cancelled.',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    webhookDeliverySeconds: registered(
+      registry,
+      new TalliedHistogram(
+        'webhook_delivery_seconds',
+        'Duration of webhook delivery attempts, resolving the host included.',
+        [],
+        [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      ),
+    ).child(),
+    webhookBacklog: webhookBacklog(registry),
   };
+}
+
+/**
+ * webhook_backlog: how long the oldest due message has waited, read from the queue when scraped (every replica
+ * reports the same queue). `source` is set once the queue exists.
+ */
+function webhookBacklog(registry: Registry) {
+  const holder: { source: (() => Promise<number>) | null } = { source: null };
+  new Gauge({
+    name: 'webhook_backlog',
+    help: 'Seconds the oldest due webhook message has waited to be sent (0 when none is waiting).',
+    registers: [registry],
+    async collect() {
+      if (!holder.source) return;
+      try {
+        this.set(await holder.source());
+      } catch {
+        // The database is away: the gauge keeps its last value, and database_unreachable says why.
+      }
+    },
+  });
+  return holder;
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -217,9 +217,27 @@ export function startSdk(
     return linked ? { context: linked } : undefined;
   };
 
+  /**
+   * A span, or undefined when there is none to make. Under an active span that is not recorded (a trace the sampler
+   * left out) a child is not made at all: every sampler offered here (OTEL_TRACES_SAMPLER) decides a local child as
+   * its parent was decided, by the parent's flag or by the trace id they share, so the SDK would only hand back a
+   * non-recording span, after a span id, attribute cleaning, a sampling call and a context for it. That is what a
+   * request the sampler leaves out would pay for every operation, step and statement; it pays for its server span
+   * only, which carries the trace (ids and the unsampled flag) to logs, error answers and the next hop.
+   */
   function start(name: string, options: SpanOptions = {}): OtelSpan | undefined {
-    const parent = (options.parent as OtelContext | undefined) ?? (options.root ? ROOT_CONTEXT : context.active());
-    if (options.requireParent && !trace.getSpan(parent)?.isRecording()) return undefined;
+    let parent: OtelContext;
+    if (options.parent) {
+      parent = options.parent as unknown as OtelContext;
+      if (options.requireParent && !trace.getSpan(parent)?.isRecording()) return undefined;
+    } else if (options.root) {
+      if (options.requireParent) return undefined;
+      parent = ROOT_CONTEXT;
+    } else {
+      parent = context.active();
+      const active = trace.getSpan(parent);
+      if (active ? !active.isRecording() : options.requireParent) return undefined;
+    }
     const links = options.links?.map(linkOf).filter((link): link is Link => link !== undefined);
     return tracer.startSpan(
       name,
@@ -270,8 +288,16 @@ export function startSdk(
       span.end();
       return result;
     },
-    bind: (fn) => context.bind(context.active(), fn),
+    bind<F extends (...args: never[]) => unknown>(fn: F): F {
+      // Not context.bind: that one copies `length` onto the wrapper with defineProperty, per call, for listeners
+      // (the request log's, on every request) that never read it.
+      const bound = context.active();
+      return function (this: unknown, ...args: Parameters<F>) {
+        return context.with(bound, Reflect.apply, undefined, fn, this, args);
+      } as unknown as F;
+    },
     active: () => trace.getSpan(context.active()) ?? none,
+    recording: () => trace.getSpan(context.active())?.isRecording() === true,
     traceId() {
       const span = trace.getSpanContext(context.active());
       return span?.traceId;

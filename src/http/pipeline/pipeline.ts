@@ -253,7 +253,8 @@ export function createPipeline(deps: {
           errors: [clientError('The operation to run could not be determined.', 'OPERATION_RESOLUTION_FAILURE')],
         };
       }
-      if (tracing.enabled) nameOperation(tracing.active(), operation.operation, operation.name?.value, sha256(source));
+      if (tracing.recording())
+        nameOperation(tracing.active(), operation.operation, operation.name?.value, sha256(source));
       if (opts.method === 'GET' && operation.operation === 'mutation')
         return { ok: false, errors: [clientError('Mutations cannot be sent with GET; use POST.', 'BAD_REQUEST')] };
       const admission = await admit(document, operation, params.variables, context);

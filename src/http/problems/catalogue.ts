@@ -49,7 +49,7 @@ export const PROBLEM_TYPES = {
     title: 'Not found',
     slug: 'not-found',
     description:
-      'There is no such order, or it belongs to someone else: the API does not tell the two apart. On /graphql/stream: no such reserved stream.',
+      'There is no such order (or webhook endpoint, or delivery), or it belongs to someone else: the API does not tell the two apart. On /graphql/stream: no such reserved stream.',
   },
   BAD_USER_INPUT: {
     status: 422,

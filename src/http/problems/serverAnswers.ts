@@ -1,9 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PROBLEM_TYPES, problemBody, problemInstance, traceIdMember, type ApiErrorCode } from './catalogue.js';
 import { mediaTypeFor } from './graphqlResponse.js';
+import { SCIM_ERROR_SCHEMA, SCIM_MEDIA_TYPE } from './scimErrors.js';
 
 /** The headers every answer the server writes by itself carries (the app's security headers are not on these). */
 const COMMON_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' } as const;
+
+/** SCIM's endpoints, as Express routes them (case-insensitively): their clients read SCIM error messages only. */
+const SCIM_PATH = /^\/scim(?:\/|$)/i;
 
 /**
  * GraphQL's endpoints (GraphQL over HTTP and graphql-sse), as Express routes them: case-insensitively, with or
@@ -15,19 +19,26 @@ const GRAPHQL_PATH = /^\/graphql(?:\/stream)?\/?$/i;
 const GRAPHQL_CODES: Partial<Record<ApiErrorCode, ApiErrorCode>> = { MALFORMED_REQUEST: 'BAD_REQUEST' };
 
 /**
- * An answer the server writes by itself, in the format the request's path is answered in: `{ errors }` with
- * `extensions.code` on GraphQL's endpoints (status unchanged), problem details everywhere else. `target` is the
- * request target as sent; `accept` the request's Accept, when its headers were read.
+ * An answer the server writes by itself, in the format the request's path is answered in: the SCIM error message
+ * (RFC 7644 §3.12) under /scim, `{ errors }` with `extensions.code` on GraphQL's endpoints (status unchanged),
+ * problem details everywhere else. `target` is the request target as sent; `accept` the request's Accept, when its
+ * headers were read.
  */
 function serverAnswer(code: ApiErrorCode, detail: string, target: string, accept?: string) {
-  if (!GRAPHQL_PATH.test(problemInstance(target))) {
-    return { type: 'application/problem+json', body: JSON.stringify(problemBody(code, detail, target)) };
+  const path = problemInstance(target);
+  if (SCIM_PATH.test(path)) {
+    const status = String(PROBLEM_TYPES[code].status);
+    return { type: SCIM_MEDIA_TYPE, body: JSON.stringify({ schemas: [SCIM_ERROR_SCHEMA], status, detail }) };
   }
-  const extensions = { code: GRAPHQL_CODES[code] ?? code, ...traceIdMember() };
-  return {
-    type: `${mediaTypeFor(accept) || 'application/json'}; charset=utf-8`,
-    body: JSON.stringify({ errors: [{ message: detail, extensions }] }),
-  };
+  if (GRAPHQL_PATH.test(path)) {
+    const extensions = { code: GRAPHQL_CODES[code] ?? code, ...traceIdMember() };
+    return {
+      type: `${mediaTypeFor(accept) || 'application/json'}; charset=utf-8`,
+      body: JSON.stringify({ errors: [{ message: detail, extensions }] }),
+      negotiated: true,
+    };
+  }
+  return { type: 'application/problem+json', body: JSON.stringify(problemBody(code, detail, target)) };
 }
 
 /**
@@ -41,15 +52,15 @@ export function sendEarlyProblem(
   detail: string,
   headers: Readonly<Record<string, string>> = {},
 ): void {
-  // Inside a router Express has cut its mount path off req.url (a body cut short while /graphql reads it); the
-  // request as sent is its originalUrl then.
-  const target = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
-  const { type, body } = serverAnswer(code, detail, target, req.headers.accept);
+  // Express rewrites `url` under a mounted router (`/Users` under /scim/v2, `/` under /graphql); `originalUrl` is
+  // what was sent.
+  const sent = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
+  const { type, body, negotiated } = serverAnswer(code, detail, sent, req.headers.accept);
   res.writeHead(PROBLEM_TYPES[code].status, PROBLEM_TYPES[code].title, {
-    'Content-Type': type,
     ...COMMON_HEADERS,
+    'Content-Type': type,
     'Content-Length': Buffer.byteLength(body),
-    ...(type.startsWith('application/problem+json') ? {} : { Vary: 'Accept' }),
+    ...(negotiated ? { Vary: 'Accept' } : {}),
     ...headers,
   });
   res.end(body);
@@ -68,8 +79,8 @@ export function rawProblem(
   const { status, title } = PROBLEM_TYPES[code];
   const { type, body } = serverAnswer(code, detail, target);
   const fields = {
-    'Content-Type': type,
     ...COMMON_HEADERS,
+    'Content-Type': type,
     'Content-Length': String(Buffer.byteLength(body)),
     ...headers,
   };

@@ -1,13 +1,27 @@
 import type { z } from 'zod';
 import { invalidInput, type InvalidField } from '../../domain/errors.js';
 import type { OrderLineInput } from '../../domain/model.js';
-import { NewOrder, OrderItemsReplacement, OrderPatch } from './contract.js';
+import type {
+  NewWebhookEndpoint as NewEndpointInput,
+  WebhookEndpointPatch as EndpointPatchInput,
+} from '../../domain/webhookService.js';
+import { NewOrder, NewWebhookEndpoint, OrderItemsReplacement, OrderPatch, WebhookEndpointPatch } from './contract.js';
 
 const pointer = (path: readonly PropertyKey[]) =>
   '/' + path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 
 /** Members of an order that the server owns; a client may read them but not write them. */
-const READ_ONLY = new Set(['id', 'customer_id', 'total_cents', 'created_at', 'updated_at', 'status', 'items']);
+const READ_ONLY = new Set([
+  'id',
+  'customer_id',
+  'total_cents',
+  'created_at',
+  'updated_at',
+  'status',
+  'items',
+  'secret',
+  'disabled_reason',
+]);
 
 /** Validates a body against a schema; every problem becomes one entry with a JSON pointer. */
 function parseBody<T>(schema: z.ZodType<T>, body: unknown, writable: readonly string[]): T {
@@ -51,4 +65,14 @@ export function parseReplaceBody(body: unknown): OrderLineInput[] {
 /** A JSON merge patch (RFC 7396) of an order: only `status` may change, and it cannot be removed. */
 export function parseOrderPatch(body: unknown): { status?: string } {
   return parseBody(OrderPatch, body, ['status']);
+}
+
+/** A new webhook endpoint: the structure here, the values (URL, where it resolves, event types) in the domain. */
+export function parseWebhookEndpointBody(body: unknown): NewEndpointInput {
+  return parseBody(NewWebhookEndpoint, body, ['url', 'events', 'description']);
+}
+
+/** A JSON merge patch of a webhook endpoint; `description: null` removes it. */
+export function parseWebhookEndpointPatch(body: unknown): EndpointPatchInput {
+  return parseBody(WebhookEndpointPatch, body, ['url', 'events', 'description', 'enabled']);
 }

@@ -3,6 +3,7 @@ import { MAX_LISTED_INVALID } from '../../domain/errors.js';
 import { ORDER_STATUSES } from '../../domain/model.js';
 import { PAGE } from '../../domain/orderService.js';
 import { ORDER_LIMITS } from '../../domain/orders.js';
+import { WEBHOOK_EVENT_TYPES, WEBHOOK_LIMITS } from '../../domain/webhooks.js';
 
 /**
  * The REST contract as zod schemas: request bodies are parsed with them, representations are typed by them,
@@ -145,5 +146,120 @@ export const Problem = documented(
   { id: 'Problem' },
 );
 
+// ---- Webhook endpoints ---------------------------------------------------------------------------------------
+
+const ENDPOINT_ID = '^we_[0-9a-z]{26}$';
+const MESSAGE_ID = '^msg_[0-9a-z]{26}$';
+/** At most this many event types are read at all; the domain names each unknown one. */
+const MAX_PARSED_EVENTS = 20;
+
+const webhookUrl = documented(z.string(), {
+  format: 'uri',
+  maxLength: WEBHOOK_LIMITS.maxUrlLength,
+  description:
+    'Where messages are POSTed: https (http only where WEBHOOK_ALLOW_PRIVATE_URLS is on), without credentials or ' +
+    'fragment, resolving to public addresses only.',
+});
+const eventTypes = documented(z.array(z.string()).max(MAX_PARSED_EVENTS), {
+  items: { type: 'string', enum: [...WEBHOOK_EVENT_TYPES] },
+  minItems: 1,
+  maxItems: WEBHOOK_EVENT_TYPES.length,
+  uniqueItems: true,
+});
+const description = documented(z.string().nullable(), { maxLength: WEBHOOK_LIMITS.maxDescriptionLength });
+
+export const NewWebhookEndpoint = documented(
+  z.strictObject({ url: webhookUrl, events: eventTypes, description: description.optional() }),
+  { id: 'NewWebhookEndpoint' },
+);
+
+export const WebhookEndpointPatch = documented(
+  z.strictObject({
+    url: webhookUrl.optional(),
+    events: eventTypes.optional(),
+    description: description.optional(),
+    enabled: documented(z.boolean().optional(), {
+      description: 'false pauses deliveries; true resumes them, also after the service disabled the endpoint.',
+    }),
+  }),
+  { id: 'WebhookEndpointPatch' },
+);
+
+const endpointMembers = {
+  id: documented(z.string(), { pattern: ENDPOINT_ID }),
+  url: documented(z.string(), { format: 'uri', maxLength: WEBHOOK_LIMITS.maxUrlLength }),
+  events: documented(z.array(z.enum(WEBHOOK_EVENT_TYPES)), { minItems: 1, maxItems: WEBHOOK_EVENT_TYPES.length }),
+  description: documented(z.string().nullable(), { maxLength: WEBHOOK_LIMITS.maxDescriptionLength }),
+  enabled: z.boolean(),
+  disabled_reason: documented(z.string().nullable(), {
+    description: 'Why the service disabled the endpoint (it failed continuously for WEBHOOK_DISABLE_AFTER_S).',
+    maxLength: 200,
+  }),
+  created_at: dateTime(),
+  updated_at: dateTime(),
+};
+
+export const WebhookEndpoint = documented(z.strictObject(endpointMembers), { id: 'WebhookEndpoint' });
+
+export const WebhookEndpointWithSecret = documented(
+  z.strictObject({
+    ...endpointMembers,
+    secret: documented(z.string(), {
+      pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$',
+      maxLength: 128,
+      description: 'The signing secret (Standard Webhooks): shown only in this answer.',
+    }),
+  }),
+  { id: 'WebhookEndpointWithSecret' },
+);
+
+export const WebhookEndpointPage = documented(
+  z.strictObject({
+    webhook_endpoints: documented(z.array(WebhookEndpoint), { maxItems: PAGE.max }),
+    next_cursor: z.string().nullable(),
+  }),
+  { id: 'WebhookEndpointPage' },
+);
+
+export const WebhookAttempt = documented(
+  z.strictObject({
+    at: dateTime(),
+    duration_ms: documented(z.number().int(), { format: 'int32', minimum: 0, maximum: 600_000 }),
+    status_code: documented(z.number().int().nullable(), { format: 'int32', minimum: 100, maximum: 599 }),
+    error: documented(z.string().nullable(), {
+      description: 'Why there was no 2xx answer: HTTP <status>, a network error code, the timeout, a refused address.',
+      maxLength: 500,
+    }),
+  }),
+  { id: 'WebhookAttempt' },
+);
+
+export const WebhookDelivery = documented(
+  z.strictObject({
+    id: documented(z.string(), { pattern: MESSAGE_ID, description: 'The webhook-id: the same on every attempt.' }),
+    type: documented(z.string(), { enum: [...WEBHOOK_EVENT_TYPES, 'ping'] }),
+    status: documented(z.enum(['pending', 'delivered', 'failed', 'cancelled']), {
+      description: 'cancelled: not sent, because its owner was deactivated at the directory.',
+    }),
+    created_at: dateTime(),
+    next_attempt_at: documented(z.string().nullable(), { format: 'date-time' }),
+    attempts: documented(z.array(WebhookAttempt), {
+      maxItems: WEBHOOK_LIMITS.maxListedAttempts,
+      description: `The newest ${WEBHOOK_LIMITS.maxListedAttempts} attempts, oldest first.`,
+    }),
+  }),
+  { id: 'WebhookDelivery' },
+);
+
+export const WebhookDeliveryPage = documented(
+  z.strictObject({
+    deliveries: documented(z.array(WebhookDelivery), { maxItems: PAGE.max }),
+    next_cursor: z.string().nullable(),
+  }),
+  { id: 'WebhookDeliveryPage' },
+);
+
 export type OrderRepresentation = z.infer<typeof Order>;
+export type WebhookEndpointRepresentation = z.infer<typeof WebhookEndpoint>;
+export type WebhookDeliveryRepresentation = z.infer<typeof WebhookDelivery>;
 export type OrderPageRepresentation = z.infer<typeof OrderPage>;

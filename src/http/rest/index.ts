@@ -7,8 +7,10 @@ import { requireAcceptableJson } from './negotiation.js';
 import { openapiDocument } from './openapi.js';
 import { ordersRouter } from './orders.js';
 import { chargeRestRequests } from './rateLimit.js';
+import { webhookEndpointsRouter } from './webhookEndpoints.js';
 
 export { openapiDocument } from './openapi.js';
+export { orderJson } from './representation.js';
 export { REST_PRICES } from './rateLimit.js';
 
 /** Resource endpoints at /v1: access tokens on every request (Bearer or DPoP), no server-side session. */
@@ -27,6 +29,7 @@ export function createRestRouter(deps: {
   router.use(chargeRestRequests(deps.budget));
   router.use(requireAcceptableJson);
   router.use(ordersRouter(deps.services));
+  router.use(webhookEndpointsRouter(deps.services));
   router.use(restProblems('64 kB'));
   return router;
 }

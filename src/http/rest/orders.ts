@@ -1,13 +1,13 @@
 import express, { type Request, type Response } from 'express';
 import { orderEtag } from '../../domain/etags.js';
 import type { Order, OrderItem } from '../../domain/model.js';
-import type { WriteOptions } from '../../domain/orderService.js';
 import type { Services } from '../../domain/services.js';
 import { IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey } from '../../domain/idempotencyKey.js';
-import { jsonBodyParser, readableCoding } from '../middleware/index.js';
-import { CODING_REFUSED, sendProblem } from '../problems/index.js';
+import { jsonBodyParser } from '../middleware/index.js';
+import { sendProblem } from '../problems/index.js';
 import { parseCreateBody, parseOrderPatch, parseReplaceBody } from './bodies.js';
 import { ifNoneMatchMatches, parseEtagList } from '../middleware/index.js';
+import { methodNotAllowed, optionalIfMatch, requiredIfMatch, requireType } from './requestChecks.js';
 import { decodeCursor, encodeCursor, orderJson } from './representation.js';
 
 const JSON_TYPE = 'application/json';
@@ -37,78 +37,6 @@ function sendOrder(res: Response, status: number, order: Order, items: readonly 
     .set({ ETag: orderEtag(order), 'Cache-Control': cache, Vary: 'Authorization' })
     .type(JSON_TYPE)
     .send(JSON.stringify(orderJson(order, items)));
-}
-
-/**
- * The body must have been sent as one of `types`, in a content coding this server reads; otherwise 415, naming the
- * media types accepted (and, for a coding, the codings read: RFC 9110 §15.5.16).
- */
-function requireType(
-  req: Request,
-  res: Response,
-  types: readonly string[],
-  acceptHeader: 'Accept-Patch' | 'Accept-Post' | 'Accept',
-) {
-  const accepted = { [acceptHeader]: types.join(', ') };
-  if (!req.is([...types])) {
-    sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as ${types.join(' or ')}.`, { headers: accepted });
-    return false;
-  }
-  if (!readableCoding(req.headers['content-encoding'])) {
-    sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', CODING_REFUSED.detail, {
-      headers: { ...accepted, ...CODING_REFUSED.headers },
-    });
-    return false;
-  }
-  return true;
-}
-
-/**
- * Writes to an existing order must say which version they change (RFC 6585 §3: 428 when not),
- * so that they cannot overwrite a change the client has not seen. Returns undefined after answering.
- */
-function requiredIfMatch(req: Request, res: Response): WriteOptions | undefined {
-  const header = req.get('If-Match');
-  if (header === undefined) {
-    sendProblem(req, res, 'PRECONDITION_REQUIRED', 'Send If-Match with the ETag of the order as you last read it.');
-    return undefined;
-  }
-  return writeConditions(req, res, header);
-}
-
-/**
- * The request's conditions on the order: If-Match, and If-None-Match, which a server must evaluate before any method
- * (RFC 9110 §13.1.2) — on a write to an order that exists, `*` or its current tag fails with 412.
- */
-function writeConditions(req: Request, res: Response, header = req.get('If-Match')): WriteOptions | undefined {
-  const ifMatch = header === undefined ? undefined : parseEtagList(header);
-  if (ifMatch === null) {
-    sendProblem(req, res, 'MALFORMED_REQUEST', 'If-Match must be * or a list of quoted entity tags.');
-    return undefined;
-  }
-  const noneHeader = req.get('If-None-Match');
-  const ifNoneMatch = noneHeader === undefined ? undefined : parseEtagList(noneHeader);
-  if (ifNoneMatch === null) {
-    sendProblem(req, res, 'MALFORMED_REQUEST', 'If-None-Match must be * or a list of quoted entity tags.');
-    return undefined;
-  }
-  if (ifMatch === undefined && ifNoneMatch === undefined) return {};
-  return {
-    precondition: {
-      ...(ifMatch === undefined ? {} : { ifMatch }),
-      ...(ifNoneMatch === undefined ? {} : { ifNoneMatch }),
-    },
-  };
-}
-
-function methodNotAllowed(allow: string) {
-  return (req: Request, res: Response) => {
-    if (req.method === 'OPTIONS') {
-      res.set('Allow', allow).status(204).end();
-      return;
-    }
-    sendProblem(req, res, 'METHOD_NOT_ALLOWED', `${req.method} is not supported here.`, { headers: { Allow: allow } });
-  };
 }
 
 export function ordersRouter(services: Services): express.Router {
@@ -178,7 +106,7 @@ export function ordersRouter(services: Services): express.Router {
       (req, res, next) => (requireType(req, res, PATCH_TYPES, 'Accept-Patch') ? next() : undefined),
       jsonBody,
       async (req: Request, res: Response) => {
-        const condition = requiredIfMatch(req, res);
+        const condition = requiredIfMatch(req, res, 'order');
         if (!condition) return;
         const patch = parseOrderPatch(req.body);
         const { order, items } = await orders.patch(res.locals.principal, String(req.params.id), patch, condition);
@@ -189,7 +117,7 @@ export function ordersRouter(services: Services): express.Router {
       (req, res, next) => (requireType(req, res, [JSON_TYPE], 'Accept') ? next() : undefined),
       jsonBody,
       async (req: Request, res: Response) => {
-        const condition = requiredIfMatch(req, res);
+        const condition = requiredIfMatch(req, res, 'order');
         if (!condition) return;
         const lines = parseReplaceBody(req.body);
         const { order, items } = await orders.replaceItems(
@@ -202,7 +130,7 @@ export function ordersRouter(services: Services): express.Router {
       },
     )
     .delete(async (req: Request, res: Response) => {
-      const condition = writeConditions(req, res);
+      const condition = optionalIfMatch(req, res);
       if (!condition) return;
       await orders.remove(res.locals.principal, String(req.params.id), condition);
       res.status(204).set('Cache-Control', 'no-store').end();

@@ -1,5 +1,6 @@
 import type { Order, OrderCursor, OrderItem } from '../../domain/model.js';
-import type { OrderRepresentation } from './contract.js';
+import type { WebhookCursor, WebhookDelivery, WebhookEndpoint } from '../../domain/webhooks.js';
+import type { OrderRepresentation, WebhookDeliveryRepresentation, WebhookEndpointRepresentation } from './contract.js';
 
 /** The REST representation of an order: snake_case, money in integer cents. */
 export function orderJson(order: Order, items: readonly OrderItem[]): OrderRepresentation {
@@ -48,4 +49,55 @@ export function decodeCursor(cursor: string): OrderCursor | null {
   const createdAt = new Date(at);
   if (Number.isNaN(createdAt.getTime()) || createdAt.toISOString() !== at) return null;
   return createdAt.getUTCFullYear() >= EPOCH_YEAR && createdAt.getUTCFullYear() <= 9999 ? { createdAt, id } : null;
+}
+
+/** The REST representation of a webhook endpoint (its secret only where one was just made). */
+export function webhookEndpointJson(endpoint: WebhookEndpoint): WebhookEndpointRepresentation {
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    events: [...endpoint.events],
+    description: endpoint.description,
+    enabled: endpoint.enabled,
+    disabled_reason: endpoint.disabledReason,
+    created_at: endpoint.createdAt,
+    updated_at: endpoint.updatedAt,
+  };
+}
+
+export function webhookDeliveryJson(delivery: WebhookDelivery): WebhookDeliveryRepresentation {
+  return {
+    id: delivery.id,
+    type: delivery.type,
+    status: delivery.status,
+    created_at: delivery.createdAt,
+    next_attempt_at: delivery.nextAttemptAt,
+    attempts: delivery.attempts.map((a) => ({
+      at: a.at,
+      duration_ms: a.durationMs,
+      status_code: a.statusCode,
+      error: a.error,
+    })),
+  };
+}
+
+/** The same opaque cursor for endpoints and deliveries: their position in newest-first order. */
+export function encodeWebhookCursor(item: { readonly createdAt: string; readonly id: string }): string {
+  return Buffer.from(JSON.stringify([item.createdAt, item.id])).toString('base64url');
+}
+
+export function decodeWebhookCursor(cursor: string, idPattern: RegExp): WebhookCursor | null {
+  if (cursor.length > MAX_CURSOR_LENGTH || !/^[\w-]+$/.test(cursor)) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(value) || value.length !== 2) return null;
+  const [at, id] = value as unknown[];
+  if (typeof at !== 'string' || typeof id !== 'string' || !idPattern.test(id)) return null;
+  const createdAt = new Date(at);
+  if (Number.isNaN(createdAt.getTime()) || createdAt.toISOString() !== at) return null;
+  return createdAt.getUTCFullYear() >= EPOCH_YEAR && createdAt.getUTCFullYear() <= 9999 ? { createdAt: at, id } : null;
 }

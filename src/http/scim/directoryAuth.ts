@@ -6,9 +6,9 @@ import { clientKey, rateLimitHeaders, type RateBudget } from '../middleware/inde
 import { bearerChallenge, ScimError, RETRY_LATER } from '../problems/index.js';
 
 /**
- * Points a failed attempt spends from its client address's budget (RATE_LIMIT_POINTS per RATE_LIMIT_WINDOW_S, 5000
- * per hour by default: 50 failures; the whole budget when it is smaller). Successful requests spend nothing: a
- * directory's first sync writes thousands.
+ * Points a failed attempt spends from its client address's SCIM budget (RATE_LIMIT_POINTS per RATE_LIMIT_WINDOW_S,
+ * 5000 per hour by default: 50 failures; the whole budget when it is smaller), a bucket apart from the address's
+ * budget for everything else. Successful requests spend nothing: a directory's first sync writes thousands.
  */
 export const FAILED_ATTEMPT_PRICE = 100;
 
@@ -48,7 +48,9 @@ export function directoryAuth(deps: {
   }
 
   return async (req: Request, _res: Response, next: NextFunction) => {
-    const key = clientKey(ANONYMOUS, req.ip);
+    // A bucket of its own, spent by failed SCIM authentications only: anonymous traffic from the directory's address
+    // (sign-in starts, public reads) must not lock the directory out, nor can SCIM failures spend theirs.
+    const key = `scim-auth:${clientKey(ANONYMOUS, req.ip)}`;
     const left = await deps.budget.charge(key, 0);
     // A budget smaller than one failure's price still allows one failure per window.
     const price = Math.min(FAILED_ATTEMPT_PRICE, left.limit);

@@ -17,7 +17,7 @@ export type Filterable<F extends string> = Readonly<Record<string, { field: F; k
 const STRING_OPS = new Set(['eq', 'ne', 'co', 'sw', 'ew', 'gt', 'ge', 'lt', 'le', 'pr']);
 const BOOLEAN_OPS = new Set(['eq', 'ne', 'pr']);
 const TIMESTAMP_OPS = new Set(['eq', 'ne', 'gt', 'ge', 'lt', 'le', 'pr']);
-const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$/i;
+const RFC3339 = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$/i;
 
 const invalid = (message: string) => new ScimError('invalidFilter', message);
 
@@ -36,6 +36,35 @@ export function checkFilterText(
   }
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
   if (/[\u0000-\u001f\u007f]/.test(text)) throw new ScimError(failure, `The ${what} contains a control character.`);
+}
+
+/**
+ * The bounds every filter is held to, a list's `filter` and a PATCH path's value filter alike: at most
+ * MAX_COMPARISONS comparisons, nested at most MAX_DEPTH deep. Returns how many comparisons it has.
+ */
+export function checkFilterShape(
+  ast: Filter,
+  what = 'filter',
+  failure: 'invalidFilter' | 'invalidPath' = 'invalidFilter',
+): number {
+  let comparisons = 0;
+  const walk = (node: Filter, depth: number): void => {
+    if (depth > MAX_DEPTH) throw new ScimError(failure, `The ${what} nests deeper than ${MAX_DEPTH} levels.`);
+    switch (node.op) {
+      case 'and':
+      case 'or':
+        return node.filters.forEach((f) => walk(f, depth + 1));
+      case 'not':
+        return walk(node.filter, depth + 1);
+      case '[]':
+        return walk(node.valFilter, depth + 1);
+    }
+    if (++comparisons > MAX_COMPARISONS) {
+      throw new ScimError(failure, `The ${what} has more than ${MAX_COMPARISONS} comparisons.`);
+    }
+  };
+  walk(ast, 0);
+  return comparisons;
 }
 
 /** Parses a filter with scim2-parse-filter, after `checkFilterText`; any failure is invalidFilter. */
@@ -97,8 +126,38 @@ function comparable(kind: FieldKind, value: unknown, attribute: string): string 
   }
   if (typeof value !== 'string') throw invalid(`${shown(attribute)} is compared with a string.`);
   if (value.includes('\u0000')) throw invalid(`${shown(attribute)} is compared with a string that holds a NUL.`);
-  if (kind === 'timestamp' && !(RFC3339.test(value) && !Number.isNaN(Date.parse(value)))) {
-    throw invalid(`${shown(attribute)} is compared with an RFC 3339 date-time.`);
-  }
+  if (kind === 'timestamp') return utcTimestamp(value, attribute);
   return value;
+}
+
+/**
+ * An RFC 3339 date-time as the same instant in UTC, its fraction kept: a date that does not exist (February 30th,
+ * hour 24) is refused rather than rolled over as Date.parse does, and so is an instant outside the years 1 to 9999,
+ * which PostgreSQL cannot compare. Any offset is accepted, since it is converted here.
+ */
+function utcTimestamp(value: string, attribute: string): string {
+  const wrong = () => invalid(`${shown(attribute)} is compared with an RFC 3339 date-time (a date that exists).`);
+  const m = RFC3339.exec(value);
+  if (!m) throw wrong();
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, ...number[]];
+  const fraction = m[7] ?? '';
+  const zone = m[8]!.toUpperCase();
+  const at = new Date(0);
+  at.setUTCFullYear(year, month! - 1, day);
+  at.setUTCHours(hour!, minute, second, 0);
+  const exists =
+    at.getUTCFullYear() === year &&
+    at.getUTCMonth() === month! - 1 &&
+    at.getUTCDate() === day &&
+    at.getUTCHours() === hour &&
+    at.getUTCMinutes() === minute &&
+    at.getUTCSeconds() === second;
+  const offset =
+    zone === 'Z' ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4)));
+  if (!exists || (zone !== 'Z' && (Number(zone.slice(1, 3)) > 23 || Number(zone.slice(4)) > 59))) throw wrong();
+  const utc = new Date(at.getTime() - offset * 60_000);
+  if (utc.getUTCFullYear() < 1 || utc.getUTCFullYear() > 9999) {
+    throw invalid(`${shown(attribute)} is compared with a date-time outside the years 0001 to 9999.`);
+  }
+  return `${utc.toISOString().slice(0, 19)}${fraction}Z`;
 }

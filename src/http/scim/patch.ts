@@ -1,9 +1,9 @@
 import { NoTarget, ScimError as PatchLibraryError, scimPatch, type ScimPatchOperation } from 'scim-patch';
-import type { Filter } from 'scim2-parse-filter';
+import { filter as matcher, type Filter } from 'scim2-parse-filter';
 import { ScimError } from '../problems/index.js';
 import { find, isObject, READ_ONLY, resourceValues, shown, valueFor, type ResourceDefinition } from './attributes.js';
-import { checkFilterText, parseFilterText } from './filters.js';
-import { MAX_PATCH_OPERATIONS, URN, type Attribute } from './schemas.js';
+import { checkFilterShape, checkFilterText, parseFilterText } from './filters.js';
+import { MAX_PATCH_OPERATIONS, MAX_PATCH_PATH_CHARACTERS, URN, type Attribute } from './schemas.js';
 
 const OPS = new Set(['add', 'remove', 'replace']);
 const PATH = /^([A-Za-z][\w$-]*)(?:\[(.+)\])?(?:\.([A-Za-z$][\w$-]*))?$/s;
@@ -18,8 +18,16 @@ type Target =
       readonly path: string;
       readonly attribute: Attribute;
       readonly filtered: boolean;
+      /** The value filter, parsed: a replace or remove must find a value it matches. */
+      readonly filter?: Filter;
       readonly sub?: Attribute;
     };
+
+/** An operation as scim-patch takes it, with the value filter its target must match when it has one. */
+interface Checked {
+  readonly operation: ScimPatchOperation;
+  readonly mustMatch?: { readonly attribute: string; readonly filter: Filter };
+}
 
 const syntax = (message: string) => new ScimError('invalidSyntax', message);
 
@@ -66,16 +74,18 @@ function targetOf(definition: ResourceDefinition, raw: string): Target {
     if (definition.ignored.has(lower)) return { drop: true };
     throw new ScimError('invalidPath', `A ${definition.name} has no attribute ${shown(name)}.`);
   }
+  let parsed: Filter | undefined;
   if (filter !== undefined) {
     if (!attribute.multiValued || attribute.type !== 'complex') {
       throw new ScimError('invalidPath', `${shown(raw)}: only multi-valued attributes take a value filter.`);
     }
-    let parsed;
     try {
       parsed = parseFilterText(filter, 'path filter');
     } catch (error) {
       throw new ScimError('invalidPath', (error as Error).message);
     }
+    // The limits of a list's filter hold here too.
+    checkFilterShape(parsed, 'path filter', 'invalidPath');
     checkValueFilter(parsed, attribute, raw);
   }
   let sub: Attribute | undefined;
@@ -93,6 +103,7 @@ function targetOf(definition: ResourceDefinition, raw: string): Target {
     path: `${attribute.name}${filter !== undefined ? `[${filter}]` : ''}${sub ? `.${sub.name}` : ''}`,
     attribute,
     filtered: filter !== undefined,
+    ...(parsed ? { filter: parsed } : {}),
     ...(sub ? { sub } : {}),
   };
 }
@@ -122,6 +133,9 @@ function valueAt(definition: ResourceDefinition, target: Exclude<Target, { drop:
 function pathlessValue(definition: ResourceDefinition, value: unknown, id: string): Record<string, unknown> {
   if (!isObject(value))
     throw new ScimError('invalidValue', 'Without a path, the value must be an object of attributes.');
+  // As with a path: what only the service provider writes cannot be set (RFC 7644 §3.5.2, mutability).
+  const readOnly = Object.keys(value).find((k) => k.toLowerCase() !== 'id' && READ_ONLY.has(k.toLowerCase()));
+  if (readOnly !== undefined) throw new ScimError('mutability', `${shown(readOnly)} is read-only.`);
   const read = resourceValues(definition, value);
   if (read.id !== undefined && read.id !== id) throw new ScimError('mutability', 'id cannot be changed.');
   const values = read.values;
@@ -130,7 +144,7 @@ function pathlessValue(definition: ResourceDefinition, value: unknown, id: strin
 }
 
 /** One operation of the body, checked, its op in lower case (Entra capitalises), its path and value canonical. */
-function operationOf(definition: ResourceDefinition, raw: unknown, n: number, id: string): ScimPatchOperation | null {
+function operationOf(definition: ResourceDefinition, raw: unknown, n: number, id: string): Checked | null {
   if (!isObject(raw)) throw syntax(`Operation ${n} must be an object.`);
   const fields: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
@@ -149,16 +163,27 @@ function operationOf(definition: ResourceDefinition, raw: unknown, n: number, id
     throw new ScimError('invalidValue', `Operation ${n}: ${op} needs a value.`);
   if (path === undefined) {
     const value = pathlessValue(definition, fields.value, id);
-    return Object.keys(value).length ? { op: op as Exclude<Op, 'remove'>, value } : null;
+    return Object.keys(value).length ? { operation: { op: op as Exclude<Op, 'remove'>, value } } : null;
   }
   const target = targetOf(definition, path);
   if (target.drop) return null;
+  // RFC 7644 §3.5.2.2 and §3.5.2.3: a replace or remove whose value filter matches nothing is noTarget.
+  const mustMatch =
+    target.filter && op !== 'add' ? { mustMatch: { attribute: target.attribute.name, filter: target.filter } } : {};
   if (op === 'remove') {
     return fields.value === undefined
-      ? { op: 'remove', path: target.path }
-      : { op: 'remove', path: target.path, value: valueAt(definition, target, fields.value) };
+      ? { operation: { op: 'remove', path: target.path }, ...mustMatch }
+      : {
+          operation: { op: 'remove', path: target.path, value: valueAt(definition, target, fields.value) },
+          ...mustMatch,
+        };
   }
-  return { op: op as Exclude<Op, 'remove'>, path: target.path, value: valueAt(definition, target, fields.value) };
+  const operation = {
+    op: op as Exclude<Op, 'remove'>,
+    path: target.path,
+    value: valueAt(definition, target, fields.value),
+  };
+  return { operation, ...mustMatch };
 }
 
 /**
@@ -192,16 +217,36 @@ export function applyPatch(
       `A PATCH carries at most ${MAX_PATCH_OPERATIONS} operations; this one has ${operations.length}.`,
     );
   }
-  const id = String(resource.id);
-  const ops = operations.map((op, i) => operationOf(definition, op, i + 1, id)).filter((op) => op !== null);
-  try {
-    return scimPatch(resource as never, ops, { mutateDocument: true, treatMissingAsAdd: true }) as Record<
-      string,
-      unknown
-    >;
-  } catch (error) {
-    if (error instanceof NoTarget) throw new ScimError('noTarget', 'No value matches the path filter.');
-    if (error instanceof PatchLibraryError) throw new ScimError('invalidValue', error.message.slice(0, 200));
-    throw error;
+  // Paths are parsed and their filters evaluated against the resource: their total length bounds that work.
+  let pathCharacters = 0;
+  for (const operation of operations) {
+    const path = isObject(operation) ? Object.entries(operation).find(([k]) => k.toLowerCase() === 'path')?.[1] : null;
+    if (typeof path === 'string') pathCharacters += path.length;
   }
+  if (pathCharacters > MAX_PATCH_PATH_CHARACTERS) {
+    throw new ScimError(
+      'tooLarge',
+      `The paths of a PATCH total at most ${MAX_PATCH_PATH_CHARACTERS} characters; these total ${pathCharacters}.`,
+    );
+  }
+  const id = String(resource.id);
+  const checked = operations.map((op, i) => operationOf(definition, op, i + 1, id));
+  let patched = resource;
+  for (const [i, one] of checked.entries()) {
+    if (one === null) continue;
+    if (one.mustMatch) {
+      const values = patched[one.mustMatch.attribute];
+      if (!Array.isArray(values) || !values.some(matcher(one.mustMatch.filter))) {
+        throw new ScimError('noTarget', `Operation ${i + 1}: no value matches the path filter.`);
+      }
+    }
+    try {
+      patched = scimPatch(patched as never, [one.operation], { mutateDocument: true, treatMissingAsAdd: false });
+    } catch (error) {
+      if (error instanceof NoTarget) throw new ScimError('noTarget', 'No value matches the path filter.');
+      if (error instanceof PatchLibraryError) throw new ScimError('invalidValue', error.message.slice(0, 200));
+      throw error;
+    }
+  }
+  return patched;
 }

@@ -17,7 +17,7 @@ const JSON_TYPES = ['application/scim+json', 'application/json'];
  * and a JSON content type, which must not be taken for a malformed one).
  */
 function bodies() {
-  const parse = jsonBodyParser({ limit: SCIM_BODY_LIMIT, type: JSON_TYPES });
+  const parse = jsonBodyParser({ limit: SCIM_BODY_LIMIT, type: JSON_TYPES, utf8Only: true });
   return (req: Request, res: Response, next: NextFunction) => {
     if (req.method !== 'POST' && req.method !== 'PUT' && req.method !== 'PATCH') return next();
     if (!req.is(JSON_TYPES)) {
@@ -96,12 +96,23 @@ export function createScimRouter(deps: {
   return router;
 }
 
-const KNOWN = /^\/(v2\/)?(ServiceProviderConfig|ResourceTypes|Schemas|Users|Groups)(\/[^/]+)?\/?$/i;
+const KNOWN = /^\/(?:v2\/)?(ServiceProviderConfig|ResourceTypes|Schemas|Users|Groups)(\/[^/]+)?\/?$/i;
 
-/** A path under /scim that names nothing: 405 for a known resource with another method, else 404. */
+/** The methods a known path answers (HEAD with every GET, as Express serves it), or null when it names nothing. */
+function allowedAt(path: string): string | null {
+  const match = KNOWN.exec(path);
+  if (!match) return null;
+  const [, endpoint, one] = match as unknown as [string, string, string | undefined];
+  const resources = /^(users|groups)$/i.test(endpoint);
+  if (!resources) return endpoint.toLowerCase() === 'serviceproviderconfig' && one ? null : 'GET, HEAD';
+  return one ? 'GET, HEAD, PUT, PATCH, DELETE' : 'GET, HEAD, POST';
+}
+
+/** A path under /scim that names nothing: 405 with Allow (RFC 9110 §15.5.6) for a known one, else 404. */
 function unknownRoute(req: Request, res: Response) {
-  if (KNOWN.test(req.originalUrl.replace(/^\/scim/, '').split('?')[0]!)) {
-    sendScimError(res, 'methodNotAllowed', `${req.method} is not supported here.`);
+  const allow = allowedAt(req.originalUrl.replace(/^\/scim/i, '').split('?')[0]!);
+  if (allow !== null) {
+    sendScimError(res, 'methodNotAllowed', `${req.method} is not supported here; use ${allow}.`, { Allow: allow });
     return;
   }
   sendScimError(res, 'notFound', 'There is no SCIM endpoint at this path.');

@@ -13,6 +13,12 @@ export const URN = {
 
 /** Most operations one PATCH may carry. */
 export const MAX_PATCH_OPERATIONS = 1000;
+/**
+ * Total characters of a PATCH's paths: a thousand member removals by value filter (Okta's
+ * `members[value eq "usr_…"]`, 47 characters) fit twice over; what is past it would hold the event loop parsing
+ * and matching filters.
+ */
+export const MAX_PATCH_PATH_CHARACTERS = 100_000;
 /** Largest request body /scim/v2 reads. */
 export const SCIM_BODY_LIMIT = '512kb';
 

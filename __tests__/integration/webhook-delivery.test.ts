@@ -1,0 +1,414 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { webhookReceiver, type OrderWebhook } from '../../examples/webhook-receiver.js';
+import { eventually } from '../helpers/load.js';
+import { rest } from '../helpers/openapi.js';
+import { directory, SCIM_TOKEN, userBody } from '../helpers/scim.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { idpSignedToken } from '../helpers/tokens.js';
+import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhookReceiver.js';
+
+interface Endpoint {
+  id: string;
+  secret: string;
+}
+interface Delivery {
+  id: string;
+  type: string;
+  status: string;
+  attempts: { at: string; status_code: number | null; error: string | null; duration_ms: number }[];
+}
+
+/** The short schedule this file runs on: an attempt at once, then after 1 s, then after 1 s more. */
+const SCHEDULE_S = [0, 1, 1];
+const TIMEOUT_MS = 1500;
+
+/**
+ * Deliveries to real receivers on loopback (so private targets are allowed here), each verified with the
+ * `standardwebhooks` package: what is sent, to whom, how often, and what the delivery log says.
+ */
+describe('webhook delivery to a receiver on loopback', () => {
+  let server: TestServer;
+  let alice: string;
+  let bob: string;
+  let carol: string;
+  const receivers: WebhookReceiver[] = [];
+
+  const receiver = async () => {
+    const r = await startWebhookReceiver();
+    receivers.push(r);
+    return r;
+  };
+  const createEndpoint = async (token: string, url: string, events: string[]): Promise<Endpoint> => {
+    const res = await rest(server.url, 'POST', '/webhook-endpoints', { token, body: { url, events } });
+    assert.equal(res.status, 201, res.text);
+    return res.json<Endpoint>();
+  };
+  const placeOrder = async (token: string): Promise<string> => {
+    const res = await rest(server.url, 'POST', '/orders', {
+      token,
+      body: { items: [{ sku: 'KB-001', qty: 1 }] },
+      headers: { 'idempotency-key': randomUUID() },
+    });
+    assert.equal(res.status, 201, res.text);
+    return res.json<{ id: string }>().id;
+  };
+  const deliveries = async (token: string, endpoint: string): Promise<Delivery[]> => {
+    const res = await rest(server.url, 'GET', `/webhook-endpoints/${endpoint}/deliveries`, { token });
+    assert.equal(res.status, 200, res.text);
+    return res.json<{ deliveries: Delivery[] }>().deliveries;
+  };
+  /** The delivery log once `done` holds for the message (the receiver answers before the attempt is recorded). */
+  const logOnce = (token: string, endpoint: string, id: string, done: (d: Delivery) => boolean) =>
+    eventually(`the delivery log of ${id}`, async () => {
+      const found = (await deliveries(token, endpoint)).find((d) => d.id === id);
+      return found && done(found) ? found : undefined;
+    });
+  const about = (orderId: string) => (r: ReceivedWebhook) => r.payload.data.order?.id === orderId;
+
+  beforeAll(async () => {
+    server = await startTestServer({
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      WEBHOOK_RETRY_SCHEDULE_S: SCHEDULE_S.join(','),
+      WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+      WEBHOOK_POLL_MS: '100',
+      WEBHOOK_ENDPOINT_CONCURRENCY: '4',
+      SCIM_TOKEN,
+    });
+    ({ alice, bob, carol } = await server.users());
+  });
+  afterAll(async () => {
+    await server?.close();
+    await Promise.all(receivers.map((r) => r.close()));
+  });
+
+  test('order.created after a REST create and after a GraphQL create, each verified with Webhook.verify', async () => {
+    const hooks = await receiver();
+    const endpoint = await createEndpoint(alice, hooks.url, ['order.created']);
+    const viaRest = await placeOrder(alice);
+    const created = await server.gql(
+      'mutation { createOrder(input: { items: [{ sku: "KB-001", qty: 2 }] }) { id } }',
+      undefined,
+      { token: alice },
+    );
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const viaGraphql = (created.body.data!.createOrder as { id: string }).id;
+
+    const got = await hooks.waitFor((all) => all.some(about(viaRest)) && all.some(about(viaGraphql)));
+    for (const orderId of [viaRest, viaGraphql]) {
+      const message = got.find(about(orderId))!;
+      const verified = hooks.verify(message, endpoint.secret) as ReceivedWebhook['payload'];
+      assert.equal(verified.type, 'order.created');
+      assert.match(message.id, /^msg_[0-9a-z]{26}$/);
+      assert.equal(message.headers['content-type'], 'application/json');
+      assert.match(message.signature, /^v1,[A-Za-z0-9+/]+=*$/);
+      assert.ok(Math.abs(Number(message.timestamp) - Date.now() / 1000) < 60);
+      // data.order is the REST representation of the order, as GET /v1/orders/{id} answered it then.
+      const current = await rest(server.url, 'GET', `/orders/${orderId}`, { token: alice });
+      assert.deepEqual(verified.data, { order: current.json() });
+      assert.deepEqual(Object.keys(verified), ['type', 'timestamp', 'data']);
+      assert.ok(!Number.isNaN(Date.parse(verified.timestamp)));
+    }
+    // A signature over anything else does not verify.
+    const tampered = { ...got.find(about(viaRest))!, body: got.find(about(viaRest))!.body.replace('KB-001', 'KB-002') };
+    assert.throws(() => hooks.verify(tampered, endpoint.secret), /No matching signature/);
+  });
+
+  test('the receiver example of docs/webhooks.md takes each message once and refuses a forged one', async () => {
+    const created = await rest(server.url, 'POST', '/webhook-endpoints', {
+      token: alice,
+      body: { url: 'http://127.0.0.1:9/not-yet', events: ['order.created'] },
+    });
+    const endpoint = created.json<Endpoint>();
+    const events: [OrderWebhook, string][] = [];
+    let arrived!: () => void;
+    const first = new Promise<void>((resolve) => (arrived = resolve));
+    const example = webhookReceiver(endpoint.secret, (event, id) => {
+      events.push([event, id]);
+      arrived();
+    });
+    example.listen(0, '127.0.0.1');
+    await once(example, 'listening');
+    try {
+      const url = `http://127.0.0.1:${(example.address() as AddressInfo).port}/hooks`;
+      const moved = await rest(server.url, 'PATCH', `/webhook-endpoints/${endpoint.id}`, {
+        token: alice,
+        body: { url },
+        headers: { 'if-match': created.headers.get('etag')! },
+      });
+      assert.equal(moved.status, 200, moved.text);
+      const orderId = await placeOrder(alice);
+      await first;
+      assert.equal(events.length, 1);
+      assert.equal(events[0]![0].type, 'order.created');
+      assert.equal(events[0]![0].data.order!.id, orderId);
+      const log = await logOnce(alice, endpoint.id, events[0]![1], (d) => d.status === 'delivered');
+      assert.deepEqual(
+        log.attempts.map((a) => a.status_code),
+        [204],
+      );
+      const forged = await fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': 'msg_forged',
+          'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+          'webhook-signature': 'v1,AAAA',
+        },
+        body: JSON.stringify({ type: 'order.created', timestamp: new Date().toISOString(), data: {} }),
+      });
+      assert.equal(forged.status, 401);
+      assert.equal(events.length, 1);
+    } finally {
+      example.close();
+    }
+  });
+
+  test("alice's endpoint never receives bob's orders; carol's (staff) receives both", async () => {
+    const [forAlice, forBob, forCarol] = [await receiver(), await receiver(), await receiver()];
+    const endpoints = {
+      alice: await createEndpoint(alice, forAlice.url, ['order.created']),
+      bob: await createEndpoint(bob, forBob.url, ['order.created']),
+      carol: await createEndpoint(carol, forCarol.url, ['order.created']),
+    };
+    const ofAlice = await placeOrder(alice);
+    const ofBob = await placeOrder(bob);
+    await forCarol.waitFor((all) => all.some(about(ofAlice)) && all.some(about(ofBob)), "both orders at carol's");
+    await forAlice.waitFor((all) => all.some(about(ofAlice)), "alice's order at alice's");
+    await forBob.waitFor((all) => all.some(about(ofBob)), "bob's order at bob's");
+    // Each event's messages are made in one transaction: what alice's and bob's endpoints hold now is all they get.
+    const types = async (token: string, endpoint: Endpoint) =>
+      (await deliveries(token, endpoint.id)).map((d) => d.type).sort();
+    assert.deepEqual(await types(alice, endpoints.alice), ['order.created']);
+    assert.deepEqual(await types(bob, endpoints.bob), ['order.created']);
+    assert.equal(forAlice.received.filter(about(ofBob)).length, 0);
+    assert.equal(forBob.received.filter(about(ofAlice)).length, 0);
+    for (const [hooks, endpoint] of [
+      [forAlice, endpoints.alice],
+      [forBob, endpoints.bob],
+      [forCarol, endpoints.carol],
+    ] as const) {
+      for (const message of hooks.received) hooks.verify(message, endpoint.secret);
+    }
+  });
+
+  test('500, 500, then 200: three attempts with one webhook-id on the schedule, and the log shows them', async () => {
+    const hooks = await receiver();
+    const endpoint = await createEndpoint(alice, hooks.url, ['order.created']);
+    hooks.answer({ status: 500 }, { status: 500 }, { status: 200 });
+    const orderId = await placeOrder(alice);
+    const got = (await hooks.waitFor((all) => all.filter(about(orderId)).length >= 3)).filter(about(orderId));
+    assert.equal(got.length, 3);
+    assert.equal(new Set(got.map((m) => m.id)).size, 1, 'the same webhook-id on every attempt');
+    for (const message of got) hooks.verify(message, endpoint.secret);
+    for (let i = 1; i < got.length; i++) {
+      assert.ok(
+        got[i]!.at - got[i - 1]!.at >= SCHEDULE_S[i]! * 1000 - 50,
+        `attempt ${i + 1} came ${got[i]!.at - got[i - 1]!.at} ms after the one before; the schedule says ${SCHEDULE_S[i]} s`,
+      );
+    }
+    const logged = await logOnce(alice, endpoint.id, got[0]!.id, (d) => d.status === 'delivered');
+    assert.equal(logged.type, 'order.created');
+    assert.deepEqual(
+      logged.attempts.map((a) => [a.status_code, a.error]),
+      [
+        [500, 'HTTP 500'],
+        [500, 'HTTP 500'],
+        [200, null],
+      ],
+    );
+    const times = logged.attempts.map((a) => Date.parse(a.at));
+    assert.ok(times[0]! < times[1]! && times[1]! < times[2]!, 'increasing attempt times');
+    assert.ok((await server.counter('webhook_deliveries_total{result="http_error"}')) >= 2);
+    assert.ok((await server.counter('webhook_deliveries_total{result="success"}')) >= 1);
+    assert.ok((await server.counter('webhook_delivery_seconds_count')) >= 3);
+    assert.ok((await server.counter('webhook_backlog')) >= 0);
+  });
+
+  test('a slow receiver holds only its own endpoint: at most 4 attempts at once there, the others go on', async () => {
+    const [slow, fast] = [await receiver(), await receiver()];
+    await createEndpoint(alice, slow.url, ['order.created']);
+    await createEndpoint(alice, fast.url, ['order.created']);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    slow.answer(...Array.from({ length: 6 }, () => ({ holdUntil: held })));
+    const orders = await Promise.all(Array.from({ length: 6 }, () => placeOrder(alice)));
+    await fast.waitFor((all) => orders.every((id) => all.some(about(id))), 'every order at the fast receiver');
+    assert.ok(slow.maxInFlight() <= 4, `${slow.maxInFlight()} attempts at once at the slow receiver`);
+    release();
+    await slow.waitFor((all) => orders.every((id) => all.some(about(id))), 'every order at the slow one, later');
+    assert.ok(slow.maxInFlight() <= 4, `${slow.maxInFlight()} attempts at once at the slow receiver`);
+  });
+
+  test('retry sends a delivered message again with its webhook-id; ping sends a ping; both show in the log', async () => {
+    const hooks = await receiver();
+    const endpoint = await createEndpoint(alice, hooks.url, ['order.created']);
+    const orderId = await placeOrder(alice);
+    const [first] = await hooks.waitFor((all) => all.some(about(orderId)));
+    await logOnce(alice, endpoint.id, first!.id, (d) => d.status === 'delivered');
+
+    const retried = await rest(server.url, 'POST', `/webhook-endpoints/${endpoint.id}/deliveries/${first!.id}/retry`, {
+      token: alice,
+    });
+    assert.equal(retried.status, 202, retried.text);
+    assert.equal(retried.json<Delivery>().id, first!.id);
+    const again = await hooks.waitFor((all) => all.filter((m) => m.id === first!.id).length === 2);
+    hooks.verify(again.at(-1)!, endpoint.secret);
+    await logOnce(alice, endpoint.id, first!.id, (d) => d.status === 'delivered' && d.attempts.length === 2);
+
+    const pinged = await rest(server.url, 'POST', `/webhook-endpoints/${endpoint.id}/ping`, { token: alice });
+    assert.equal(pinged.status, 202, pinged.text);
+    const ping = pinged.json<Delivery>();
+    assert.equal(ping.type, 'ping');
+    const [received] = (await hooks.waitFor((all) => all.some((m) => m.id === ping.id))).filter(
+      (m) => m.id === ping.id,
+    );
+    assert.deepEqual(hooks.verify(received!, endpoint.secret), {
+      type: 'ping',
+      timestamp: received!.payload.timestamp,
+      data: { endpoint_id: endpoint.id },
+    });
+    await logOnce(alice, endpoint.id, ping.id, (d) => d.status === 'delivered');
+
+    const unknown = await rest(
+      server.url,
+      'POST',
+      `/webhook-endpoints/${endpoint.id}/deliveries/msg_00000000000000000000000000/retry`,
+      { token: alice },
+    );
+    assert.equal(unknown.status, 404);
+    const notHers = await rest(server.url, 'POST', `/webhook-endpoints/${endpoint.id}/ping`, { token: bob });
+    assert.equal(notHers.status, 404);
+  });
+
+  test('after a rotation both secrets verify each message (two signatures), until the old one expires', async () => {
+    const hooks = await receiver();
+    const endpoint = await createEndpoint(alice, hooks.url, ['order.created']);
+    const rotated = await rest(server.url, 'POST', `/webhook-endpoints/${endpoint.id}/rotate-secret`, { token: alice });
+    assert.equal(rotated.status, 200, rotated.text);
+    const fresh = rotated.json<Endpoint>().secret;
+    assert.notEqual(fresh, endpoint.secret);
+    const orderId = await placeOrder(alice);
+    const [message] = (await hooks.waitFor((all) => all.some(about(orderId)))).filter(about(orderId));
+    assert.equal(message!.signature.split(' ').length, 2);
+    assert.ok(hooks.verify(message!, fresh));
+    assert.ok(hooks.verify(message!, endpoint.secret));
+    assert.throws(() => hooks.verify(message!, `whsec_${Buffer.alloc(32, 7).toString('base64')}`));
+  });
+
+  test('status changes: order.status_changed, and a cancellation is also order.cancelled', async () => {
+    const hooks = await receiver();
+    const endpoint = await createEndpoint(alice, hooks.url, ['order.status_changed', 'order.cancelled']);
+    const paid = await placeOrder(alice);
+    const cancelled = await placeOrder(alice);
+    const etagOf = async (id: string) =>
+      (await rest(server.url, 'GET', `/orders/${id}`, { token: alice })).headers.get('etag')!;
+    const patch = async (token: string, id: string, status: string) => {
+      const res = await rest(server.url, 'PATCH', `/orders/${id}`, {
+        token,
+        body: { status },
+        headers: { 'if-match': await etagOf(id) },
+      });
+      assert.equal(res.status, 200, res.text);
+    };
+    await patch(carol, paid, 'paid');
+    await patch(alice, cancelled, 'cancelled');
+    const got = await hooks.waitFor(
+      (all) => all.filter(about(paid)).length >= 1 && all.filter(about(cancelled)).length >= 2,
+    );
+    for (const m of got) hooks.verify(m, endpoint.secret);
+    assert.deepEqual(
+      got.filter(about(paid)).map((m) => [m.payload.type, m.payload.data.order!.status]),
+      [['order.status_changed', 'paid']],
+    );
+    assert.deepEqual(
+      got
+        .filter(about(cancelled))
+        .map((m) => [m.payload.type, m.payload.data.order!.status])
+        .sort(),
+      [
+        ['order.cancelled', 'cancelled'],
+        ['order.status_changed', 'cancelled'],
+      ],
+    );
+  });
+
+  test('a redirect is not followed; a stalled receiver times out; a large answer is read only so far', async () => {
+    const [redirecting, target] = [await receiver(), await receiver()];
+    const endpoint = await createEndpoint(alice, redirecting.url, ['order.created']);
+    redirecting.answer({ status: 302, headers: { location: target.url } });
+    const ping = async () => {
+      const res = await rest(server.url, 'POST', `/webhook-endpoints/${endpoint.id}/ping`, { token: alice });
+      assert.equal(res.status, 202);
+      return res.json<Delivery>().id;
+    };
+    const redirected = await ping();
+    const log = await logOnce(alice, endpoint.id, redirected, (d) => d.status === 'failed');
+    assert.deepEqual(
+      log.attempts.map((a) => [a.status_code, a.error]),
+      [[302, 'HTTP 302']],
+    );
+    assert.equal(target.connections(), 0, 'the redirect target was never contacted');
+
+    let release!: () => void;
+    redirecting.answer({ holdUntil: new Promise<void>((resolve) => (release = resolve)) });
+    const stalled = await ping();
+    const timedOut = await logOnce(alice, endpoint.id, stalled, (d) => d.status === 'failed');
+    release();
+    assert.deepEqual(
+      timedOut.attempts.map((a) => [a.status_code, a.error]),
+      [[null, `no answer within ${TIMEOUT_MS} ms`]],
+    );
+    assert.ok(timedOut.attempts[0]!.duration_ms >= TIMEOUT_MS - 50);
+
+    redirecting.answer({ status: 200, body: Buffer.alloc(1024 * 1024, 'x') });
+    const large = await ping();
+    const read = await logOnce(alice, endpoint.id, large, (d) => d.status === 'delivered');
+    assert.deepEqual(
+      read.attempts.map((a) => a.status_code),
+      [200],
+    );
+    assert.ok((await server.counter('webhook_deliveries_total{result="timeout"}')) >= 1);
+  });
+
+  test("a deactivated owner's endpoint receives nothing; another owner's receives the same event", async () => {
+    const subject = `dora-${randomUUID()}`;
+    const dir = directory(server.url);
+    const provisioned = await dir.post('/Users', userBody(`${subject}@example.com`, { externalId: subject }));
+    assert.equal(provisioned.status, 201, provisioned.text);
+    const dora = await idpSignedToken(server, { sub: subject, expiresIn: 600 });
+    const [forDora, forCarol] = [await receiver(), await receiver()];
+    const doras = await createEndpoint(dora, forDora.url, ['order.created', 'order.status_changed']);
+    await createEndpoint(carol, forCarol.url, ['order.status_changed']);
+    const orderId = await placeOrder(dora);
+    await forDora.waitFor((all) => all.some(about(orderId)), "dora's order.created");
+
+    const deactivated = await dir.patch(`/Users/${(provisioned.body as { id: string }).id}`, [
+      { op: 'replace', path: 'active', value: false },
+    ]);
+    assert.equal(deactivated.status, 200, deactivated.text);
+    const etag = (await rest(server.url, 'GET', `/orders/${orderId}`, { token: carol })).headers.get('etag')!;
+    const paid = await rest(server.url, 'PATCH', `/orders/${orderId}`, {
+      token: carol,
+      body: { status: 'paid' },
+      headers: { 'if-match': etag },
+    });
+    assert.equal(paid.status, 200, paid.text);
+    await forCarol.waitFor((all) => all.some(about(orderId)), "carol's order.status_changed");
+
+    // Back again, with a token from after the reactivation: the log shows the one message made before.
+    const reactivated = await dir.patch(`/Users/${(provisioned.body as { id: string }).id}`, [
+      { op: 'replace', path: 'active', value: true },
+    ]);
+    assert.equal(reactivated.status, 200);
+    const doraAgain = await idpSignedToken(server, { sub: subject, expiresIn: 600 });
+    assert.deepEqual(
+      (await deliveries(doraAgain, doras.id)).map((d) => d.type),
+      ['order.created'],
+    );
+    assert.equal(forDora.received.filter(about(orderId)).length, 1);
+  });
+});

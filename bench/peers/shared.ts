@@ -1,0 +1,101 @@
+/**
+ * What the GraphQL peers (bench/peers/mercurius.ts, bench/peers/yoga.ts) share: the schema subset the list-of-100
+ * and one-order scenarios ask for, the same SQL as the app and the floor run (src/store/orders.ts, customers.ts),
+ * a `pg.Pool` configured like the app's, a DataLoader per request for the customers (one statement for the distinct
+ * ids of a list, as the app's loaders batch them) and the counters the bench reads at `GET /metrics`.
+ *
+ * No auth: the peers are what a fast GraphQL server costs for the same answer, not what our rules cost.
+ */
+import DataLoader from 'dataloader';
+import pg from 'pg';
+
+export const typeDefs = /* GraphQL */ `
+  enum OrderStatus {
+    PENDING
+    PAID
+    SHIPPED
+    DELIVERED
+    CANCELLED
+  }
+  type Customer {
+    id: ID!
+    name: String!
+  }
+  type Order {
+    id: ID!
+    status: OrderStatus!
+    customer: Customer!
+  }
+  type Query {
+    recentOrders(first: Int = 20): [Order!]!
+    order(id: ID!): Order
+  }
+`;
+
+const ORDER_COLUMNS = 'id, customer_id, status, total_cents, version, created_at, updated_at';
+/** Same clamp as the app's PAGE.max. */
+const MAX_FIRST = 100;
+
+interface OrderRow {
+  id: string;
+  customer_id: string;
+  status: string;
+}
+interface CustomerRow {
+  id: string;
+  name: string;
+}
+
+export interface PeerContext {
+  readonly customers: DataLoader<string, CustomerRow | null>;
+}
+
+export function createPeerData() {
+  const pool = new pg.Pool({
+    connectionString: process.env.DATABASE_URL,
+    max: 10,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: 5_000,
+    options: `-c search_path="${process.env.DATABASE_SCHEMA!}"`,
+  });
+  pool.on('error', () => undefined);
+  let statements = 0;
+  let graphqlRequests = 0;
+  async function query<R>(sql: string, params: unknown[]): Promise<R[]> {
+    statements++;
+    return (await pool.query(sql, params)).rows as R[];
+  }
+  async function customersById(ids: readonly string[]): Promise<(CustomerRow | null)[]> {
+    const rows = await query<CustomerRow>('select id, subject, name, email from customers where id = any($1::text[])', [
+      ids,
+    ]);
+    const byId = new Map(rows.map((c) => [c.id, c]));
+    return ids.map((id) => byId.get(id) ?? null);
+  }
+  const resolvers = {
+    Query: {
+      recentOrders: (_: unknown, args: { first?: number | null }) =>
+        query<OrderRow>(`select ${ORDER_COLUMNS} from orders order by created_at desc, id desc limit $1`, [
+          Math.min(args.first ?? 20, MAX_FIRST),
+        ]),
+      order: async (_: unknown, args: { id: string }) =>
+        (await query<OrderRow>(`select ${ORDER_COLUMNS} from orders where id = $1`, [args.id]))[0] ?? null,
+    },
+    Order: {
+      status: (order: OrderRow) => order.status.toUpperCase(),
+      customer: (order: OrderRow, _: unknown, ctx: PeerContext) => ctx.customers.load(order.customer_id),
+    },
+  };
+  return {
+    resolvers,
+    /** A fresh loader per request, as the app makes them. */
+    context: (): PeerContext => ({ customers: new DataLoader(customersById) }),
+    countRequest() {
+      graphqlRequests++;
+    },
+    metricsText: () =>
+      `# TYPE sql_statements_total counter\nsql_statements_total ${statements}\n` +
+      `# TYPE http_requests_total counter\nhttp_requests_total{route="/graphql"} ${graphqlRequests}\n`,
+    close: () => pool.end(),
+  };
+}
