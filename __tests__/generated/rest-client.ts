@@ -328,6 +328,8 @@ export interface components {
         IfMatchRequired: string;
         IfMatchOptional: string;
         IfNoneMatch: string;
+        /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+        IfNoneMatchOnWrite: string;
     };
     requestBodies: never;
     headers: {
@@ -354,6 +356,8 @@ export interface components {
         AcceptPost: "application/json";
         /** @description The media type the body must be sent as. */
         Accept: "application/json";
+        /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+        AcceptEncoding: "gzip, deflate, br";
         RetryAfter: string;
         /** @description What is left of the budget and seconds until it refills (IETF httpapi RateLimit fields draft). */
         RateLimit: string;
@@ -641,6 +645,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+                    "Accept-Encoding"?: "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -875,6 +881,8 @@ export interface operations {
             query?: never;
             header: {
                 "If-Match": components["parameters"]["IfMatchRequired"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
             };
             path: {
                 id: components["parameters"]["OrderId"];
@@ -1022,6 +1030,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+                    "Accept-Encoding"?: "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1107,6 +1117,8 @@ export interface operations {
             query?: never;
             header?: {
                 "If-Match"?: components["parameters"]["IfMatchOptional"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
             };
             path: {
                 id: components["parameters"]["OrderId"];
@@ -1414,6 +1426,8 @@ export interface operations {
             query?: never;
             header: {
                 "If-Match": components["parameters"]["IfMatchRequired"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
             };
             path: {
                 id: components["parameters"]["OrderId"];
@@ -1562,6 +1576,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+                    "Accept-Encoding"?: "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1888,6 +1904,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+                    "Accept-Encoding"?: "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2107,6 +2125,8 @@ export interface operations {
             query?: never;
             header?: {
                 "If-Match"?: components["parameters"]["IfMatchOptional"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
             };
             path: {
                 id: components["parameters"]["WebhookEndpointId"];
@@ -2399,6 +2419,8 @@ export interface operations {
             query?: never;
             header: {
                 "If-Match": components["parameters"]["IfMatchRequired"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
             };
             path: {
                 id: components["parameters"]["WebhookEndpointId"];
@@ -2534,6 +2556,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /** @description The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused. */
+                    "Accept-Encoding"?: "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2619,6 +2643,8 @@ export interface operations {
             query?: never;
             header?: {
                 "If-Match"?: components["parameters"]["IfMatchOptional"];
+                /** @description Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatchOnWrite"];
             };
             path: {
                 id: components["parameters"]["WebhookEndpointId"];

@@ -261,8 +261,12 @@ export async function startTestServer(
  * Two app instances over one database, B trusting A's identity provider: replicas behind a load balancer.
  * `env` applies to both (e.g. `REDIS_URL: ''` to leave the replicas only the database between them).
  */
-export async function startReplicas(env: Record<string, string> = {}): Promise<{ a: TestServer; b: TestServer }> {
-  const a = await startTestServer(env);
+export async function startReplicas(
+  env: Record<string, string> = {},
+  /** A's logger (B's is the default). */
+  opts: { logger?: Logger } = {},
+): Promise<{ a: TestServer; b: TestServer }> {
+  const a = await startTestServer(env, opts.logger ? { logger: opts.logger } : {});
   const b = await startTestServer({ ...env, OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
   return { a, b };
 }

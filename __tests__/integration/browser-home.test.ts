@@ -95,6 +95,27 @@ describe('the home page and signing out', () => {
     assert.equal((await alice.get(`${base}/auth/session`)).status, 200);
   });
 
+  test('any method but GET or HEAD on /auth/login, /auth/callback and /auth/session is 405 with Allow: GET, HEAD', async () => {
+    for (const path of ['/auth/login', '/auth/callback', '/auth/session']) {
+      for (const method of ['put', 'delete', 'post', 'patch'] as const) {
+        const res = await request(base)[method](path);
+        assert.equal(res.status, 405, `${method} ${path}`);
+        assert.equal(res.get('allow'), 'GET, HEAD');
+        assert.equal(res.get('content-type'), 'application/problem+json; charset=utf-8');
+        assert.deepEqual(res.body, {
+          type: '/problems/method-not-allowed',
+          title: 'Method not allowed',
+          status: 405,
+          detail: `${method.toUpperCase()} is not supported here; use GET.`,
+          instance: path,
+          code: 'METHOD_NOT_ALLOWED',
+        });
+      }
+    }
+    // HEAD is GET without the body.
+    assert.equal((await request(base).head('/auth/session')).status, 401);
+  });
+
   test('a sign-out without the session’s CSRF token, or with another session’s, is refused and the session lives on', async () => {
     const alice = await signedIn(server, 'alice');
     const bob = await signedIn(server, 'bob');

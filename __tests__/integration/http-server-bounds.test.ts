@@ -202,14 +202,30 @@ const ROUTES = () =>
     },
   }) as const;
 
-function assertTimedOut(name: string, res: Exchange, limit: { idleMs: number } | { totalMs: number }) {
+/** GraphQL's endpoints answer 408 as GraphQL errors; every other route as problem details. */
+function assertTimedOut(
+  name: string,
+  res: Exchange,
+  limit: { idleMs: number } | { totalMs: number },
+  path = '/v1/orders',
+) {
   assert.equal(res.status, 408, `${name}: ${JSON.stringify(res)}`);
-  assert.match(res.headers['content-type'] ?? '', /^application\/problem\+json/);
   assert.equal(res.headers.connection, 'close');
-  const problem = JSON.parse(res.body) as Problem;
-  assert.equal(problem.status, 408);
-  assert.equal(problem.code, 'REQUEST_TIMEOUT');
-  assert.equal(problem.type, '/problems/request-timeout');
+  if (path.startsWith('/graphql')) {
+    assert.equal(res.headers['content-type'], 'application/json; charset=utf-8', name);
+    const { errors } = JSON.parse(res.body) as { errors: { message: string; extensions: { code: string } }[] };
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0]!.extensions.code, 'REQUEST_TIMEOUT', name);
+    assert.match(errors[0]!.message, /^The request (body sent nothing for 2 s|took longer than 4 s to arrive)\.$/);
+  } else {
+    assert.match(res.headers['content-type'] ?? '', /^application\/problem\+json/);
+    const problem = JSON.parse(res.body) as Problem;
+    assert.equal(problem.status, 408);
+    assert.equal(problem.code, 'REQUEST_TIMEOUT');
+    assert.equal(problem.type, '/problems/request-timeout');
+    // The path as sent, also when the body was cut inside a router that had taken its mount path off req.url.
+    assert.equal(problem.instance, path, name);
+  }
   assert.equal(res.error, undefined, `${name}: the connection closed cleanly`);
   // Not early. Node arms a timer from the event loop's cached clock, which a busy iteration leaves behind, so the
   // cut may come a little before the limit by the client's clock: never by as much as the margin the cases keep.
@@ -217,7 +233,7 @@ function assertTimedOut(name: string, res: Exchange, limit: { idleMs: number } |
   else assert.ok(res.afterFirstByteMs >= limit.totalMs - MARGIN_MS, `${name} cut too early`);
 }
 
-describe('slow request bodies are cut with 408 problem details on every route that reads a body', () => {
+describe('slow request bodies are cut with 408 (problem details; GraphQL errors on GraphQL) on every route that reads a body', () => {
   test(`a body that stalls longer than BODY_IDLE_TIMEOUT_S or trickles past REQUEST_TIMEOUT_S is cut at the limit; one just within completes; 50 at once are all cut`, async () => {
     const idleMs = IDLE_S * 1000;
     const totalMs = TOTAL_S * 1000;
@@ -225,7 +241,11 @@ describe('slow request bodies are cut with 408 problem details on every route th
     const cases = {
       // A pause just past the idle limit: answered 408 before the second half is sent, on every route.
       idleOver: routes().map(([name, r]) =>
-        bodyRequest(r.method, r.path, r.headers, r.body, pausing(idleMs + MARGIN_MS)).then((res) => ({ name, res })),
+        bodyRequest(r.method, r.path, r.headers, r.body, pausing(idleMs + MARGIN_MS)).then((res) => ({
+          name,
+          res,
+          path: r.path,
+        })),
       ),
       // A pause just within it: the route answers as usual.
       idleUnder: routes()
@@ -242,6 +262,7 @@ describe('slow request bodies are cut with 408 problem details on every route th
         bodyRequest(r.method, r.path, r.headers, r.body, trickling(totalMs + MARGIN_MS, 300)).then((res) => ({
           name,
           res,
+          path: r.path,
         })),
       ),
       totalUnder: bodyRequest(
@@ -273,12 +294,12 @@ describe('slow request bodies are cut with 408 problem details on every route th
       Promise.all(cases.concurrent),
     ]);
 
-    for (const { name, res } of idleOver) assertTimedOut(`${name} stalled`, res, { idleMs });
+    for (const { name, res, path } of idleOver) assertTimedOut(`${name} stalled`, res, { idleMs }, path);
     for (const { name, res, expected } of idleUnder) {
       assert.equal(res.status, expected, `${name} paused within the limit: ${JSON.stringify(res)}`);
       assert.equal(res.sentAll, true);
     }
-    for (const { name, res } of totalOver) assertTimedOut(`${name} trickled`, res, { totalMs });
+    for (const { name, res, path } of totalOver) assertTimedOut(`${name} trickled`, res, { totalMs }, path);
     assert.equal(totalUnder.status, 201, JSON.stringify(totalUnder));
     assert.equal(headersOver.status, 408, JSON.stringify(headersOver));
     assert.equal((JSON.parse(headersOver.body) as Problem).code, 'REQUEST_TIMEOUT');

@@ -44,25 +44,75 @@ describe('a request Node cannot parse is answered as problem details, not a bare
     });
   });
 
-  test('an HTTP/1.1 request without Host is 400 problem details (RFC 9112 §3.2), also as a WebSocket upgrade', async () => {
+  test('on /graphql and /graphql/stream a 431 is a GraphQL error with extensions.code, whatever overflowed', async () => {
+    const long = 'a'.repeat(17_000);
     for (const head of [
-      'GET /v1/orders HTTP/1.1\r\n\r\n',
+      `POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nCookie: c=${long}\r\n\r\n`,
+      `GET /graphql?query=${long} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      `GET /graphql/stream?query=${long} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n`,
+      `GET /GraphQL/?query=${long} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    ]) {
+      const res = await rawExchange(head);
+      assert.equal(res.statusLine, 'HTTP/1.1 431 Request headers too large', head.slice(0, 30));
+      assert.match(res.headers, /^content-type: application\/json; charset=utf-8$/m);
+      assert.match(res.headers, /^connection: close$/m);
+      assert.deepEqual(JSON.parse(res.body), {
+        errors: [
+          {
+            message: 'The request line and headers exceed 16 KB.',
+            extensions: { code: 'HEADERS_TOO_LARGE' },
+          },
+        ],
+      });
+    }
+  });
+
+  test('a 431 for a request line over 16 KB names its path as the instance, without the query', async () => {
+    const long = 'a'.repeat(17_000);
+    for (const [target, instance] of [
+      [`/v1/orders?cursor=${long}`, '/v1/orders'],
+      [`/v1/orders/<x>#${long}`, '/v1/orders/%3Cx%3E'],
+      [`/v1/${long}`, `/v1/${long}`],
+    ]) {
+      const res = await rawExchange(`GET ${target} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      assert.equal(res.statusLine, 'HTTP/1.1 431 Request headers too large');
+      assert.match(res.headers, /^content-type: application\/problem\+json$/m);
+      const body = JSON.parse(res.body) as Problem;
+      assert.equal(body.code, 'HEADERS_TOO_LARGE');
+      assert.equal(body.instance, instance);
+    }
+    // 16 concurrent ones each name their own path.
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => rawExchange(`GET /v1/orders/n${i}?q=${long} HTTP/1.1\r\nHost: x\r\n\r\n`)),
+    );
+    assert.deepEqual(
+      answers.map((a) => (JSON.parse(a.body) as Problem).instance),
+      Array.from({ length: 16 }, (_, i) => `/v1/orders/n${i}`),
+    );
+  });
+
+  test('an HTTP/1.1 request without Host is 400 (RFC 9112 §3.2), also as a WebSocket upgrade: problem details, a GraphQL error on /graphql', async () => {
+    const rest = await rawExchange('GET /v1/orders HTTP/1.1\r\n\r\n');
+    assert.equal(rest.statusLine, 'HTTP/1.1 400 Malformed request');
+    assert.match(rest.headers, /^content-type: application\/problem\+json$/m);
+    assert.match(rest.headers, /^connection: close$/m);
+    const body = JSON.parse(rest.body) as Problem;
+    assert.deepEqual(
+      [body.code, body.detail, body.instance],
+      ['MALFORMED_REQUEST', 'An HTTP/1.1 request must carry a Host header.', '/v1/orders'],
+    );
+    for (const head of [
+      'POST /graphql HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
       'GET /graphql HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n' +
         'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n',
     ]) {
       const res = await rawExchange(head);
       assert.equal(res.statusLine, 'HTTP/1.1 400 Malformed request', head);
-      assert.match(res.headers, /^content-type: application\/problem\+json$/m);
+      assert.match(res.headers, /^content-type: application\/json; charset=utf-8$/m);
       assert.match(res.headers, /^connection: close$/m);
-      const body = JSON.parse(res.body) as Problem;
-      assert.deepEqual(
-        [body.code, body.detail, body.instance],
-        [
-          'MALFORMED_REQUEST',
-          'An HTTP/1.1 request must carry a Host header.',
-          head.startsWith('GET /graphql') ? '/graphql' : '/v1/orders',
-        ],
-      );
+      assert.deepEqual(JSON.parse(res.body), {
+        errors: [{ message: 'An HTTP/1.1 request must carry a Host header.', extensions: { code: 'BAD_REQUEST' } }],
+      });
     }
   });
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
 import { SIGNIN_LIMITS } from '../../src/auth/idp/signinThrottle.js';
+import { createLogger } from '../../src/logger.js';
 import { formAction, totpCode } from '../helpers/secondFactor.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { SoftAuthenticator, webauthnOptions } from '../helpers/softAuthenticator.js';
@@ -25,9 +26,12 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
   let server: TestServer;
   let base: string;
   let rp: string;
+  /** Every line the server logs, down to debug, through the real logger (its redaction and serializers). */
+  const logLines: string[] = [];
 
   beforeAll(async () => {
-    server = await startTestServer();
+    const logger = createLogger('debug', { destination: { write: (line: string) => void logLines.push(line) } });
+    server = await startTestServer({}, { logger });
     base = server.running.publicUrl;
     rp = new URL(base).origin;
   });
@@ -78,6 +82,82 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
     const html = await res.text();
     return { res, html, csrf: /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '' };
   };
+
+  describe('forms with more fields than they have, and addresses that name no interaction', () => {
+    const SECRET = 'Hunter2-SECRET-PW';
+    /** A form of `count` fields: the username and password, then padding. */
+    const fieldsOf = (count: number) => ({
+      username: 'nobody',
+      password: SECRET,
+      ...Object.fromEntries(Array.from({ length: count - 2 }, (_, i) => [`x${i}`, '1'])),
+    });
+
+    test('every sign-in step refuses one field more than its form reads with 413 and a page, 8 at once too; the password is in no log line', async () => {
+      const { browser, action: totp } = await atTotpStep('carol');
+      const uid = totp.pathname.split('/').at(-2)!;
+      const at = (step: string) => new URL(`/idp/interaction/${uid}/${step}`, base);
+      // The sign-in form reads 10 fields: at the limit it is read (a wrong password: 401), one past it is not.
+      const signIn = new WebClient();
+      const login = formAction(await (await startAt(signIn)).text(), base, 'login')!;
+      assert.equal((await signIn.post(login, fieldsOf(10))).status, 401);
+      // The second-factor forms read 5: at the limit the passkey form is read (and finds no answer in it).
+      assert.equal((await browser.post(at('passkey'), fieldsOf(5))).status, 400);
+      const refusals = [
+        [login, 11],
+        [at('confirm'), 11],
+        [at('abort'), 11],
+        [totp, 6],
+        [at('passkey'), 6],
+      ] as const;
+      for (const [url, count] of refusals) {
+        const res = await browser.post(url, fieldsOf(count));
+        assert.equal(res.status, 413, url.pathname);
+        assert.match(res.headers.get('content-type')!, /^text\/html/);
+        assert.match(await res.text(), /The form sent more than a sign-in ever needs, so it was not read\./);
+      }
+      const together = await Promise.all(Array.from({ length: 8 }, () => browser.post(login, fieldsOf(30))));
+      assert.deepEqual(
+        together.map((r) => r.status),
+        Array(8).fill(413),
+      );
+      // The account page's forms read 5 fields, the app's sign-out form 5: one past is 413 there too.
+      const account = await browser.post(`${base}/idp/account/totp`, fieldsOf(6), { origin: rp });
+      assert.equal(account.status, 413);
+      assert.match(await account.text(), /The form sent more than adding a factor ever needs, so it was not read\./);
+      const signOut = await browser.post(`${base}/auth/logout`, fieldsOf(6));
+      assert.equal(signOut.status, 413);
+      assert.equal(signOut.headers.get('content-type'), 'application/problem+json; charset=utf-8');
+      // Nothing was spent: carol's sign-in still waits for her code.
+      const page = await browser.get(new URL(`/idp/interaction/${uid}`, base));
+      assert.equal(page.status, 200);
+      assert.ok(formAction(await page.text(), page.url, 'totp'));
+      assert.ok(logLines.length > 0);
+      assert.deepEqual(
+        logLines.filter((line) => line.includes(SECRET)),
+        [],
+      );
+      assert.deepEqual(
+        logLines.filter((line) => /"level":(50|60)/.test(line)),
+        [],
+      );
+    });
+
+    test('an interaction path that is not percent-encoded UTF-8 is 400 and a page, on every step, GET or POST', async () => {
+      for (const path of ['', '/login', '/totp', '/confirm', '/abort', '/passkey']) {
+        for (const method of ['GET', 'POST'] as const) {
+          const url = `${base}/idp/interaction/%ZZ${path}`;
+          const browser = new WebClient();
+          const res = method === 'GET' ? await browser.get(url) : await browser.post(url, { code: '123456' });
+          assert.equal(res.status, 400, `${method} ${path}`);
+          assert.match(await res.text(), /This sign-in address is not valid\./, `${method} ${path}`);
+        }
+      }
+      assert.deepEqual(
+        logLines.filter((line) => /"level":(50|60)/.test(line)),
+        [],
+      );
+    });
+  });
 
   describe('TOTP', () => {
     test('alice enrols an authenticator app on the account page: a QR code and the secret, confirmed by a code', async () => {

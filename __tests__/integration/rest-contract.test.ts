@@ -133,6 +133,16 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
       'UNSUPPORTED_MEDIA_TYPE',
     );
     assert.equal(text.headers.get('accept-post'), 'application/json');
+    const zstd = await problem(
+      call('POST', '/orders', {
+        token: alice,
+        raw: JSON.stringify(body),
+        headers: { ...keyed(), 'content-encoding': 'zstd' },
+      }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    assert.equal(zstd.headers.get('accept-encoding'), 'gzip, deflate, br');
     const large = JSON.stringify({ items: ITEMS, pad: 'x'.repeat(70_000) });
     await problem(call('POST', '/orders', { token: alice, raw: large, headers: keyed() }), 413, 'PAYLOAD_TOO_LARGE');
     await problem(
@@ -243,7 +253,7 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
   ] as const;
 
   for (const { method, body, invalid, accepts } of CONDITIONAL_WRITES) {
-    test(`${method} refusals: 428 without If-Match, 412 stale or weak, 400 malformed, 415, 422, 413, 406, 403, 404`, async () => {
+    test(`${method} refusals: 428 without If-Match, 412 stale or weak, 412 If-None-Match: * or current, 400 malformed, 415, 422, 413, 406, 403, 404`, async () => {
       const path = `/orders/${order.id}`;
       const at = (ifMatch: string, more: RestOptions = {}): RestOptions => ({
         token: alice,
@@ -256,9 +266,22 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
         await problem(call(method, path, at(stale)), 412, 'PRECONDITION_FAILED');
       }
       await problem(call(method, path, at('"x')), 400, 'MALFORMED_REQUEST');
+      // If-None-Match is evaluated before any method (RFC 9110 §13.1.2): * or the current tag (weakly) fails.
+      for (const noneMatch of ['*', etag, `W/${etag}`, `"other", ${etag}`]) {
+        const failed = await problem(
+          call(method, path, at(etag, { headers: { 'if-none-match': noneMatch } })),
+          412,
+          'PRECONDITION_FAILED',
+        );
+        assert.match(failed.body.detail, /If-None-Match excludes/);
+      }
+      await problem(call(method, path, at(etag, { headers: { 'if-none-match': 'x' } })), 400, 'MALFORMED_REQUEST');
       const text = { raw: JSON.stringify(body), headers: { 'content-type': 'text/plain' } };
       const wrongType = await problem(call(method, path, at(etag, text)), 415, 'UNSUPPORTED_MEDIA_TYPE');
       assert.equal(wrongType.headers.get(accepts[0]), accepts[1]);
+      const coding = { raw: JSON.stringify(body), headers: { 'content-encoding': 'zstd' } };
+      const wrongCoding = await problem(call(method, path, at(etag, coding)), 415, 'UNSUPPORTED_MEDIA_TYPE');
+      assert.equal(wrongCoding.headers.get('accept-encoding'), 'gzip, deflate, br');
       await problem(call(method, path, at(etag, { body: invalid })), 422, 'BAD_USER_INPUT');
       const large = JSON.stringify({ ...body, pad: 'x'.repeat(70_000) });
       await problem(call(method, path, at(etag, { raw: large })), 413, 'PAYLOAD_TOO_LARGE');
@@ -276,7 +299,12 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
     await problem(patch(alice, 'paid'), 403, 'FORBIDDEN');
 
     const body = { items: [{ sku: 'KB-001', qty: 3 }] };
-    const replaced = await call('PUT', path, { token: alice, body, headers: { 'if-match': etag } });
+    // An If-None-Match that names another version holds.
+    const replaced = await call('PUT', path, {
+      token: alice,
+      body,
+      headers: { 'if-match': etag, 'if-none-match': `"${order.id}.v999"` },
+    });
     assert.equal(replaced.status, 200, replaced.text);
     assert.equal(replaced.json<OrderBody>().total_cents, 3 * 8900);
     etag = replaced.headers.get('etag')!;
@@ -287,7 +315,7 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
     await problem(call('PUT', path, { token: alice, body, headers: { 'if-match': etag } }), 409, 'NOT_EDITABLE');
   });
 
-  test('DELETE: staff only (403), 412 on a stale If-Match, 400 on a malformed one, 204, then 404', async () => {
+  test('DELETE: staff only (403), 412 on a stale If-Match or If-None-Match: *, 400 on a malformed one, 204, then 404', async () => {
     const path = `/orders/${order.id}`;
     await problem(call('DELETE', path, { token: alice }), 403, 'FORBIDDEN');
     await problem(
@@ -296,6 +324,13 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
       'PRECONDITION_FAILED',
     );
     await problem(call('DELETE', path, { token: carol, headers: { 'if-match': 'nope' } }), 400, 'MALFORMED_REQUEST');
+    for (const noneMatch of ['*', etag]) {
+      await problem(
+        call('DELETE', path, { token: carol, headers: { 'if-none-match': noneMatch } }),
+        412,
+        'PRECONDITION_FAILED',
+      );
+    }
     const deleted = await call('DELETE', path, { token: carol, headers: { 'if-match': etag } });
     assert.equal(deleted.status, 204);
     assert.equal(deleted.text, '');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
-import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
 import request from 'supertest';
 import type { Problem } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -115,6 +115,46 @@ describe('hostile input to REST answers 4xx problem details, never 500', () => {
       await sendRaw(req, compress(Buffer.from(ORDER))).expect(201);
     });
   }
+
+  // RFC 9110 §15.5.16: a content coding the server does not read is 415, and Accept-Encoding names those it does.
+  for (const [coding, body] of [
+    ['zstd', zstdCompressSync(Buffer.from(ORDER))],
+    ['ZSTD', zstdCompressSync(Buffer.from(ORDER))],
+    ['compress', Buffer.from(ORDER)],
+    ['gzip, br', brotliCompressSync(gzipSync(ORDER))],
+  ] as const) {
+    test(`a body in Content-Encoding: ${coding} on POST, PUT and PATCH is 415 naming gzip, deflate, br; 8 at once too`, async () => {
+      const auth = `Bearer ${carol}`;
+      const requests = () => [
+        request(server.url).post('/v1/orders').set('idempotency-key', randomUUID()).type('json'),
+        request(server.url).put(`/v1/orders/${orderId}`).set('if-match', '*').type('json'),
+        request(server.url).patch(`/v1/orders/${orderId}`).set('if-match', '*').type('application/merge-patch+json'),
+      ];
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          sendRaw(requests()[i % 3]!.set('authorization', auth).set('content-encoding', coding), body),
+        ),
+      );
+      for (const res of answers) {
+        const problem = assertProblem(res, 415, 'unsupported-media-type');
+        assert.equal(res.headers['accept-encoding'], 'gzip, deflate, br');
+        assert.equal(
+          problem.detail,
+          "The body's Content-Encoding is not one this server reads: send it without one, or as gzip, deflate, br.",
+        );
+      }
+    });
+  }
+
+  test('Content-Encoding: identity is read as no coding', async () => {
+    const req = request(server.url)
+      .post('/v1/orders')
+      .set('authorization', `Bearer ${alice}`)
+      .set('idempotency-key', randomUUID())
+      .set('content-type', 'application/json')
+      .set('content-encoding', 'identity');
+    await sendRaw(req, Buffer.from(ORDER)).expect(201);
+  });
 
   for (const path of ['/v1/orders/%FF%FE', '/v1/orders/%ED%A0%80', '/v1/orders/%E0%A4%A', '/problems/%FF']) {
     test(`a path that is not percent-encoded UTF-8 (${path}) is 400 malformed-request`, async () => {

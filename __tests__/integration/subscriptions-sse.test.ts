@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import { createLogger } from '../../src/logger.js';
 import { rest } from '../helpers/openapi.js';
 import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
 import { sseSubscriber, type SseEvent } from '../helpers/sseSubscriber.js';
@@ -17,8 +18,26 @@ describe('subscriptions over server-sent events (graphql-sse)', () => {
   let b: TestServer;
   let alice: string;
   let carol: string;
+  /** A's log, through the real logger at info; `logged(test)` resolves with the first line that passes it. */
+  const logLines: Record<string, unknown>[] = [];
+  const watchers = new Set<(entry: Record<string, unknown>) => boolean>();
+  const logged = (test: (entry: Record<string, unknown>) => boolean) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      const found = logLines.find(test);
+      if (found) return resolve(found);
+      watchers.add((entry) => (test(entry) ? (resolve(entry), true) : false));
+    });
   beforeAll(async () => {
-    ({ a, b } = await startReplicas());
+    const logger = createLogger('info', {
+      destination: {
+        write: (line: string) => {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          logLines.push(entry);
+          for (const watch of [...watchers]) if (watch(entry)) watchers.delete(watch);
+        },
+      },
+    });
+    ({ a, b } = await startReplicas({}, { logger }));
     ({ alice, carol } = await a.users());
   });
   afterAll(() => stopReplicas({ a, b }));
@@ -118,6 +137,33 @@ describe('subscriptions over server-sent events (graphql-sse)', () => {
     assert.match(await stream.ended, /Connection closed while having active streams/);
     stream.close();
     await preconnectClosed;
+  });
+
+  test('a client closing its streams is logged at info, not as an error: 8 at once, distinct and single-connection', async () => {
+    const token = await a.token('bob');
+    const streams = [];
+    for (let i = 0; i < 8; i++) {
+      const listening = a.nextSubscription();
+      streams.push(listen(a.url, token, { singleConnection: i % 2 === 1 }));
+      await listening;
+    }
+    const before = logLines.length;
+    for (const stream of streams) stream.close();
+    // Each stream's own request line, however it is logged: distinct streams are POSTs, single-connection ones the
+    // GET that holds them.
+    const isEnd = (entry: Record<string, unknown>) =>
+      logLines.indexOf(entry) >= before &&
+      /^\/graphql\/stream/.test(String((entry.req as { url?: string } | undefined)?.url)) &&
+      (entry.msg === 'stream closed by the client' || entry.msg === 'request aborted');
+    await logged(() => logLines.filter(isEnd).length === 8);
+    assert.deepEqual(
+      logLines.filter(isEnd).map((entry) => [entry.level, entry.msg]),
+      Array(8).fill([30, 'stream closed by the client']),
+    );
+    assert.deepEqual(
+      logLines.slice(before).filter((entry) => Number(entry.level) >= 50),
+      [],
+    );
   });
 
   test('an invalid token is refused with 401 before any stream opens', async () => {

@@ -46,8 +46,13 @@ export class DomainError extends Error {
 
 export const notFound = (what: string) => new DomainError('NOT_FOUND', `${what} was not found.`);
 
-export const preconditionFailed = () =>
-  new DomainError('PRECONDITION_FAILED', 'The order has changed since the version you sent; read it again.');
+export const preconditionFailed = (failed: 'if-match' | 'if-none-match' = 'if-match') =>
+  new DomainError(
+    'PRECONDITION_FAILED',
+    failed === 'if-match'
+      ? 'The order has changed since the version you sent; read it again.'
+      : 'The order exists in a version If-None-Match excludes (* excludes every version); nothing was changed.',
+  );
 
 /** An error lists at most this many fields, so that a body of junk members cannot make it larger than the body. */
 export const MAX_LISTED_INVALID = 20;

@@ -11,23 +11,35 @@ export function orderEtag(order: Pick<Order, 'id' | 'version'>): string {
 }
 
 /**
- * A client's condition on the current order, checked before a write: `*` (it exists) or the entity tags it
- * may still have. REST sends it as If-Match, GraphQL as an `etag` argument.
+ * A client's conditions on the current order, checked before a write. REST sends them as If-Match and If-None-Match,
+ * GraphQL as an `etag` argument (If-Match).
  */
 export interface Precondition {
-  readonly ifMatch: '*' | readonly string[];
+  /** If-Match (RFC 9110 §13.1.1): `*` (it exists) or the entity tags it may still have, compared strongly. */
+  readonly ifMatch?: '*' | readonly string[];
+  /**
+   * If-None-Match (RFC 9110 §13.1.2): `*` (it must not exist yet) or entity tags it must no longer have, compared
+   * weakly. On a write to an existing resource, `*` always fails.
+   */
+  readonly ifNoneMatch?: '*' | readonly string[];
 }
 
-/** If-Match (RFC 9110 §13.1.1): strong comparison, so a weak tag never matches. */
-export function preconditionHolds(
-  precondition: Precondition | undefined,
-  order: Pick<Order, 'id' | 'version'>,
-): boolean {
-  return tagMatches(precondition, orderEtag(order));
+/** Which condition fails for the current version, in the order RFC 9110 §13.2.2 evaluates them; null when all hold. */
+export type FailedCondition = 'if-match' | 'if-none-match';
+
+const opaque = (tag: string) => (tag.startsWith('W/') ? tag.slice(2) : tag);
+
+/** The conditions against the current entity tag of a resource that exists. */
+export function failedCondition(precondition: Precondition | undefined, current: string): FailedCondition | null {
+  const { ifMatch, ifNoneMatch } = precondition ?? {};
+  if (ifMatch !== undefined && ifMatch !== '*' && !ifMatch.some((tag) => !tag.startsWith('W/') && tag === current)) {
+    return 'if-match';
+  }
+  if (ifNoneMatch === '*' || ifNoneMatch?.some((tag) => opaque(tag) === opaque(current))) return 'if-none-match';
+  return null;
 }
 
-/** If-Match against a current entity tag: `*` or a listed tag equal to it, compared strongly. */
+/** The conditions against a current entity tag: true when every one holds. */
 export function tagMatches(precondition: Precondition | undefined, current: string): boolean {
-  if (!precondition || precondition.ifMatch === '*') return true;
-  return precondition.ifMatch.some((tag) => !tag.startsWith('W/') && tag === current);
+  return failedCondition(precondition, current) === null;
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Catalogue } from './catalogue.js';
 import type { CustomerService } from './customers.js';
 import { DomainError, invalidInput, notFound, preconditionFailed } from './errors.js';
-import { preconditionHolds, type Precondition } from './etags.js';
+import { failedCondition, orderEtag, type Precondition } from './etags.js';
 import type { EventSink } from './events.js';
 import { ID_PATTERN, newId } from './ids.js';
 import { groupBy, type Loaders } from './loaders.js';
@@ -57,6 +57,12 @@ function fingerprint(input: CreateOrderInput): string {
 }
 
 /** The one rule for how many orders a list returns. */
+/** The client's conditions on the order as it is now: PRECONDITION_FAILED, saying which one, when one fails. */
+function requirePrecondition(precondition: Precondition | undefined, order: Order): void {
+  const failed = failedCondition(precondition, orderEtag(order));
+  if (failed) throw preconditionFailed(failed);
+}
+
 function pageSize(first: number | null | undefined, pointer: string): number {
   if (first === null || first === undefined) return PAGE.default;
   if (!Number.isInteger(first) || first < 0) {
@@ -126,7 +132,7 @@ export function createOrderService(deps: {
     for (let n = 1; ; n++) {
       const order = await visibleOrder(user, id);
       if (!order) throw notFound('Order');
-      if (!preconditionHolds(opts.precondition, order)) throw preconditionFailed();
+      requirePrecondition(opts.precondition, order);
       await authorize(order);
       const result = await attempt(order);
       if (result !== null) return result;
@@ -292,7 +298,7 @@ export function createOrderService(deps: {
       // Nothing is written, so reading is all it needs.
       const order = await visibleOrder(requireScope(principal, SCOPES.read), id);
       if (!order) throw notFound('Order');
-      if (!preconditionHolds(opts.precondition, order)) throw preconditionFailed();
+      requirePrecondition(opts.precondition, order);
       return { order, items: await storage.orders.itemsOf([order.id]) };
     },
 

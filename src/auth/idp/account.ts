@@ -10,6 +10,7 @@ import { accountPage, notSignedInPage, SCRIPT_PAGE_POLICY } from './factorPages.
 import { errorPage, PAGE_POLICY } from './pages.js';
 import { MAX_RESPONSE_CHARS, PasskeyRefused, type PasskeyService } from './passkeys.js';
 import { confirmEnrolment, hasTotp, newEnrolment } from './totp.js';
+import { unreadableForm } from './unreadableForms.js';
 import { findUserBySubject } from './users.js';
 
 const SECRET = /^[A-Z2-7]{16,128}$/;
@@ -169,21 +170,18 @@ export function accountRoutes(opts: {
 
   router.use('/account', (err: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(err);
-    const type = (err as { type?: unknown }).type;
-    const tooLarge = type === 'entity.too.large';
-    if (!tooLarge && type !== 'entity.parse.failed' && type !== 'charset.unsupported') {
-      logger.error({ err }, 'embedded IdP account page failed');
-    }
+    const refused = unreadableForm(err);
+    if (!refused) logger.error({ err }, 'embedded IdP account page failed');
     res
-      .status(tooLarge ? 413 : type ? 400 : 500)
+      .status(refused?.status ?? 500)
       .set('Content-Security-Policy', PAGE_POLICY)
       .type('html')
       .send(
         errorPage({
           title: 'Not changed',
-          message: tooLarge
+          message: refused?.tooMuch
             ? 'The form sent more than adding a factor ever needs, so it was not read.'
-            : type
+            : refused
               ? 'The form could not be read.'
               : 'Something went wrong; nothing was changed.',
           link: { href: accountPath, text: 'Back to your account' },

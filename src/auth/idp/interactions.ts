@@ -12,6 +12,7 @@ import type { PasskeyService } from './passkeys.js';
 import { secondFactorRoutes, type SecondFactorKit } from './secondFactor.js';
 import { outcomeOf } from './signInMethods.js';
 import type { SigninThrottle } from './signinThrottle.js';
+import { unreadableForm } from './unreadableForms.js';
 import { verifyCredentials } from './users.js';
 
 const WRONG_CREDENTIALS = 'Wrong username or password.';
@@ -210,23 +211,32 @@ export function interactionRoutes(opts: {
       next(err);
       return;
     }
-    // Bodies the forms could not have sent: too large (an oversized passkey answer), or unreadable.
-    const bodyError = (err as { type?: unknown; status?: unknown }).type;
-    if (
-      bodyError === 'entity.too.large' ||
-      bodyError === 'entity.parse.failed' ||
-      bodyError === 'charset.unsupported'
-    ) {
+    // Bodies the forms could not have sent: too large (an oversized passkey answer), more fields than a form has, or
+    // unreadable.
+    const refused = unreadableForm(err);
+    if (refused) {
       res
-        .status(bodyError === 'entity.too.large' ? 413 : 400)
+        .status(refused.status)
         .type('html')
         .send(
           errorPage({
             title: 'Sign-in refused',
-            message:
-              bodyError === 'entity.too.large'
-                ? 'The form sent more than a sign-in ever needs, so it was not read. Go back and try again.'
-                : 'The form could not be read. Go back and try again.',
+            message: refused.tooMuch
+              ? 'The form sent more than a sign-in ever needs, so it was not read. Go back and try again.'
+              : 'The form could not be read. Go back and try again.',
+          }),
+        );
+      return;
+    }
+    // A path that is not percent-encoded UTF-8 names no interaction (the router could not decode its uid).
+    if (err instanceof URIError) {
+      res
+        .status(400)
+        .type('html')
+        .send(
+          errorPage({
+            title: 'Sign-in refused',
+            message: 'This sign-in address is not valid. Go back to the application and start again.',
           }),
         );
       return;

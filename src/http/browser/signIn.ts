@@ -285,6 +285,14 @@ export function createAuthRouter(deps: {
     res.redirect(303, endSession?.href ?? '/');
   });
 
+  // Starting a sign-in, its callback and the session are read with GET (HEAD too); any other method is 405 naming
+  // them (RFC 9110 §15.5.6), not a 404 for a path that exists.
+  router.all(['/login', '/callback', '/session'], (req, res) => {
+    sendProblem(req, res, 'METHOD_NOT_ALLOWED', `${req.method} is not supported here; use GET.`, {
+      headers: { Allow: 'GET, HEAD' },
+    });
+  });
+
   router.all('/logout', (req, res) => {
     // A link or a prefetch must not sign anyone out.
     sendProblem(req, res, 'METHOD_NOT_ALLOWED', 'Sign out with POST /auth/logout (the home page has a button).', {

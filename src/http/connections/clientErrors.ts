@@ -38,8 +38,12 @@ export function answerUnreadableRequest(
   };
 }
 
-/** The request target of the packet Node's parser failed on, when it starts with one (`GET /path HTTP/1.1`). */
+/**
+ * The path of the request Node's parser failed on, from the packet it failed in when that starts with the request
+ * line (`GET /path?query HTTP/1.1`): only the path, which ends at its query, fragment or the space before the
+ * version, so a target too long for the parser (431) is still named. `/` when the packet shows no whole path.
+ */
 function requestTarget(error: { rawPacket?: unknown }): string {
-  const packet = Buffer.isBuffer(error.rawPacket) ? error.rawPacket.subarray(0, 4096).toString('latin1') : '';
-  return /^[A-Z]{1,20} (\/[\x21-\x7e]*) HTTP\/1\.[01]\r\n/.exec(packet)?.[1] ?? '/';
+  const packet = Buffer.isBuffer(error.rawPacket) ? error.rawPacket.toString('latin1') : '';
+  return /^[A-Z]{1,20} (\/[\x21-\x7e]*?)[?# ]/.exec(packet)?.[1] ?? '/';
 }

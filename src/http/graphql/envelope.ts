@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { jsonBodyParser } from '../middleware/index.js';
 import { NO_PARAMS, paramsOfBody, paramsOfQuery, type GraphqlParams } from '../pipeline/index.js';
-import { responseMediaType, sendGraphqlError } from '../problems/index.js';
+import { responseMediaType, sendGraphqlError, unreadableRequest } from '../problems/index.js';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -87,6 +87,14 @@ export function graphqlEnvelope(opts: { bodyLimit: string; landingPage: boolean 
       if (error.type === 'charset.unsupported') {
         return sendGraphqlError(req, res, 'Request bodies must be UTF-8 encoded.', 'UNSUPPORTED_MEDIA_TYPE', {
           status: 415,
+        });
+      }
+      // A content coding not read here (zstd): 415 naming those that are (RFC 9110 §15.5.16).
+      if (error.type === 'encoding.unsupported') {
+        const refused = unreadableRequest(error, opts.bodyLimit)!;
+        return sendGraphqlError(req, res, refused.detail, 'UNSUPPORTED_MEDIA_TYPE', {
+          status: 415,
+          headers: { ...refused.headers },
         });
       }
       if (error.status && error.status >= 400 && error.status < 500) {

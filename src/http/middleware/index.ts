@@ -8,7 +8,7 @@ export { ifMatchSatisfied, ifNoneMatchMatches, parseEtagList } from './condition
 export { refuseCookieCsrf, refuseForeignOrigins, refuseSimpleTextGets } from './cookieCsrf.js';
 export { authCookies, isForeignOrigin, readCookie, serializeCookie, trustedOrigins } from './cookies.js';
 export { crossOrigin } from './crossOrigin.js';
-export { jsonBodyParser } from './jsonBody.js';
+export { jsonBodyParser, readableCoding } from './jsonBody.js';
 export {
   clientKey,
   createMemoryRateBudget,

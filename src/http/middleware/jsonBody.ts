@@ -1,10 +1,17 @@
 import { isUtf8 } from 'node:buffer';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { READABLE_CONTENT_CODINGS } from '../problems/index.js';
 
 /** A JSON body the client must fix, in the shape body-parser's own errors have (see problems/unreadableRequests.ts). */
-function refused(type: 'entity.parse.failed' | 'charset.unsupported', message: string) {
-  return Object.assign(new Error(message), { type, status: type === 'charset.unsupported' ? 415 : 400 });
+function refused(type: 'entity.parse.failed' | 'charset.unsupported' | 'encoding.unsupported', message: string) {
+  return Object.assign(new Error(message), { type, status: type === 'entity.parse.failed' ? 400 : 415 });
 }
+
+/** A Content-Encoding this server reads: none, identity, or one of READABLE_CONTENT_CODINGS. */
+export const readableCoding = (header: string | undefined) => {
+  const coding = header?.trim().toLowerCase();
+  return !coding || coding === 'identity' || READABLE_CONTENT_CODINGS.includes(coding);
+};
 
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)"?/i;
 
@@ -13,7 +20,9 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)"?/i;
  * - JSON is UTF-8 (RFC 8259 §8.1): any other declared charset is 415, where body-parser would decode UTF-16 and
  *   UTF-32 and refuse the rest;
  * - an empty body is not JSON: 400, where body-parser would read it as `{}` (an empty merge patch would then change
- *   nothing and answer 200, an empty create would list missing members).
+ *   nothing and answer 200, an empty create would list missing members);
+ * - the content codings read are gzip, deflate and br: any other (zstd, which body-parser inflates only on Node
+ *   versions that have it) is 415 with Accept-Encoding, before the body is read.
  */
 export function jsonBodyParser(opts: {
   limit: string;
@@ -38,6 +47,9 @@ export function jsonBodyParser(opts: {
     const charset = hasBody ? CHARSET.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase() : undefined;
     if (charset !== undefined && charset !== 'utf-8') {
       return next(refused('charset.unsupported', `unsupported charset "${charset}"`));
+    }
+    if (hasBody && !readableCoding(req.headers['content-encoding'])) {
+      return next(refused('encoding.unsupported', 'unsupported content encoding'));
     }
     parse(req, res, next);
   };

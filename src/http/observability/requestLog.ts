@@ -53,10 +53,13 @@ function defineRequestLogger() {
   });
 }
 
+const isEventStream = (res: Response) => String(res.getHeader('content-type') ?? '').startsWith('text/event-stream');
+
 export interface RequestLogOptions {
   /**
    * Share (0–1) of successful requests (status below 400) logged at info; the others are logged at debug. 4xx
-   * responses are logged at info, 5xx and aborted responses at error, always.
+   * responses are logged at info, 5xx and aborted responses at error, always; an event stream the client closed at
+   * info.
    */
   readonly sample?: number;
 }
@@ -65,7 +68,7 @@ export interface RequestLogOptions {
  * The request id, `X-Request-Id`, a per-request logger and one log line when the response is finished — what
  * pino-http did, for less: the request's logger is made only when something logs through it, and the finishing
  * line is built only when its level is on. Server errors (5xx) and aborted responses log at error and refusals
- * (4xx) at info, always; successes at debug, or at info for the sampled share of them; health checks are not logged.
+ * (4xx) and event streams the client closed at info, always; successes at debug, or at info for the sampled share of them; health checks are not logged.
  */
 export function requestLog(logger: Logger, options: RequestLogOptions = {}) {
   defineRequestLogger();
@@ -93,6 +96,11 @@ export function requestLog(logger: Logger, options: RequestLogOptions = {}) {
       'close',
       tracing.bind(() => {
         if (!res.writableFinished) {
+          // An event stream has no end of its own: the client closing it is how it ends, not a failure.
+          if (res.headersSent && isEventStream(res)) {
+            if (logger.isLevelEnabled('info')) line(req, res, 'info', started, 'stream closed by the client');
+            return;
+          }
           if (logger.isLevelEnabled('error')) line(req, res, 'error', started, 'request aborted');
           return;
         }

@@ -49,7 +49,7 @@ export const PROBLEM_TYPES = {
     title: 'Not found',
     slug: 'not-found',
     description:
-      'There is no such order (or webhook endpoint, or delivery), or it belongs to someone else: the API does not tell the two apart.',
+      'There is no such order (or webhook endpoint, or delivery), or it belongs to someone else: the API does not tell the two apart. On /graphql/stream: no such reserved stream.',
   },
   BAD_USER_INPUT: {
     status: 422,
@@ -76,7 +76,7 @@ export const PROBLEM_TYPES = {
     title: 'Precondition failed',
     slug: 'precondition-failed',
     description:
-      'The order changed since the ETag you sent in If-Match. GET it again, re-apply your change and retry with the new ETag.',
+      'The order changed since the ETag you sent in If-Match (or it exists in a version your If-None-Match excludes: * excludes every version). GET it again, re-apply your change and retry with the new ETag.',
   },
   PRECONDITION_REQUIRED: {
     status: 428,
@@ -157,7 +157,7 @@ export const PROBLEM_TYPES = {
     title: 'Unsupported media type',
     slug: 'unsupported-media-type',
     description:
-      'Send application/json for POST and PUT, and application/merge-patch+json or application/json for PATCH (see the Accept-Patch header).',
+      'Send application/json for POST and PUT, and application/merge-patch+json or application/json for PATCH (see the Accept-Patch header), in UTF-8, and with no Content-Encoding or gzip, deflate or br (see the Accept-Encoding header).',
   },
   NOT_ACCEPTABLE: {
     status: 406,

@@ -13,13 +13,25 @@ export {
 } from './catalogue.js';
 export { bearerChallenge, dpopChallenge, stepUpChallenge } from './challenges.js';
 export { clientError, codeOf, formatError, formatResult, isUnexpected, type ErrorPolicy } from './graphqlErrors.js';
-export { mediaTypeFor, responseMediaType, sendGraphqlError, type GraphqlMediaType } from './graphqlResponse.js';
+export {
+  mediaTypeFor,
+  responseMediaType,
+  sendGraphqlError,
+  sendLibraryRefusal,
+  type GraphqlMediaType,
+} from './graphqlResponse.js';
 export { lastResort, routeNotFound } from './lastResort.js';
 export { problemPage, problemPages, sendProblem } from './problemDetails.js';
 export { restProblems, sendDomainProblem } from './translateDomainErrors.js';
 export { rawProblem, sendEarlyProblem } from './serverAnswers.js';
 export { isUnavailable, RETRY_LATER, UNAVAILABLE_STATUS } from './unavailable.js';
-export { refuseUnreadableGraphql, sendUnreadableProblem, unreadableRequest } from './unreadableRequests.js';
+export {
+  CODING_REFUSED,
+  READABLE_CONTENT_CODINGS,
+  refuseUnreadableGraphql,
+  sendUnreadableProblem,
+  unreadableRequest,
+} from './unreadableRequests.js';
 export {
   ScimError,
   scimErrorBody,

@@ -10,7 +10,7 @@ import {
   refuseCookieCsrf,
   refuseForeignOrigins,
 } from '../middleware/index.js';
-import { refuseUnreadableGraphql, sendGraphqlError } from '../problems/index.js';
+import { refuseUnreadableGraphql, sendGraphqlError, sendLibraryRefusal } from '../problems/index.js';
 import { pendingWrites, SUBSCRIBER_BUFFER_BYTES, type Member } from './sharedExecution.js';
 import { boundReservations } from './sseReservations.js';
 import { holdSseStream, type StreamRegistry } from './streamRegistry.js';
@@ -53,6 +53,16 @@ function withEventId(message: string): string {
   const eventId = parsed.extensions?.eventId ?? parsed.payload?.extensions?.eventId;
   return typeof eventId === 'string' ? `id: ${eventId}\n${message}` : message;
 }
+
+/** What a bodiless refusal of graphql-sse's protocol means, by status. */
+const PROTOCOL_REFUSALS: Readonly<Record<number, string>> = {
+  404:
+    'No such stream: send Accept: text/event-stream for a stream of its own, or the X-GraphQL-Event-Stream-Token ' +
+    'of a stream reserved with PUT.',
+  405: 'This method is not supported here; use GET, POST, PUT or DELETE.',
+  406: 'Accept text/event-stream for a stream, text/plain to reserve one with PUT, or application/json to add an operation to one.',
+  415: 'POST requests must send Content-Type: application/json.',
+};
 
 /** What the SSE route reads of a request's GraphQL parameters itself, handed to graphql-sse's hooks. */
 interface Reference {
@@ -187,6 +197,14 @@ export function createSseRouter(deps: {
       headers: { get: (key) => req.get(key) ?? null },
       raw: req,
     });
+    if ((body === null || typeof body === 'string') && init.status >= 400) {
+      return sendLibraryRefusal(req, res, {
+        status: init.status,
+        body,
+        ...(init.headers ? { headers: init.headers as Record<string, string> } : {}),
+        message: PROTOCOL_REFUSALS[init.status] ?? init.statusText ?? 'The request was refused.',
+      });
+    }
     if (body === null || typeof body === 'string') {
       res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
       res.end(body ?? undefined);

@@ -94,6 +94,11 @@ const HEADERS = {
     description: 'The media type the body must be sent as.',
     schema: { const: 'application/json' },
   },
+  AcceptEncoding: {
+    required: true,
+    description: 'The content codings a request body may use (RFC 9110 §15.5.16): sent when its coding was refused.',
+    schema: { const: 'gzip, deflate, br' },
+  },
   RetryAfter: { required: true, schema: { type: 'string', pattern: '^[0-9]+$', maxLength: 10 } },
   RateLimit: {
     required: true,
@@ -141,6 +146,11 @@ const HEADERS_OF: Partial<Record<ApiErrorCode, HeaderSet>> = {
   SERVICE_UNAVAILABLE: { 'Retry-After': 'RetryAfter' },
 };
 
+/** Headers that come with an error code only on some paths to it: a 415 names the content codings when the coding was refused. */
+const SOMETIMES_OF: Partial<Record<ApiErrorCode, HeaderSet>> = {
+  UNSUPPORTED_MEDIA_TYPE: { 'Accept-Encoding': 'AcceptEncoding' },
+};
+
 /** The headers every code of a status sends with its answer: each always sent by some code, optional unless all do. */
 function headersOfCodes(codes: readonly ApiErrorCode[], extra: Partial<Record<ApiErrorCode, HeaderSet>>): Json {
   const sets = codes.map((code) => {
@@ -159,6 +169,11 @@ function headersOfCodes(codes: readonly ApiErrorCode[], extra: Partial<Record<Ap
   }
   // Sent on some paths to these codes, never on all: still declared, as optional.
   for (const [name, id] of Object.entries(EVERY_ANSWER)) headers[name] ??= header(id!, false);
+  for (const code of codes) {
+    for (const [name, id] of Object.entries(SOMETIMES_OF[code] ?? {})) {
+      headers[name] = header(id!, false);
+    }
+  }
   return headers;
 }
 
@@ -186,7 +201,10 @@ const PROBLEM_CONTENT = { 'application/problem+json': { schema: ref('schemas/Pro
  */
 function errorResponses(
   codes: readonly ApiErrorCode[],
-  opts: { head?: boolean; extraHeaders?: Partial<Record<ApiErrorCode, HeaderSet>> } = {},
+  opts: {
+    head?: boolean;
+    extraHeaders?: Partial<Record<ApiErrorCode, HeaderSet>>;
+  } = {},
 ): Record<string, Json> {
   const byStatus = new Map<number, ApiErrorCode[]>();
   for (const code of [...EVERY_OPERATION, ...codes]) {
@@ -331,7 +349,7 @@ const paths = {
     patch: {
       operationId: 'patchOrder',
       summary: 'Change the status (JSON merge patch, conditional)',
-      parameters: [ref('parameters/IfMatchRequired')],
+      parameters: [ref('parameters/IfMatchRequired'), ref('parameters/IfNoneMatchOnWrite')],
       requestBody: jsonBody('OrderPatch', 'application/merge-patch+json', 'application/json'),
       responses: {
         '200': orderResponse('The changed order.'),
@@ -344,7 +362,7 @@ const paths = {
     put: {
       operationId: 'replaceOrderItems',
       summary: 'Replace the items of a pending order (conditional)',
-      parameters: [ref('parameters/IfMatchRequired')],
+      parameters: [ref('parameters/IfMatchRequired'), ref('parameters/IfNoneMatchOnWrite')],
       requestBody: jsonBody('OrderItemsReplacement'),
       responses: {
         '200': orderResponse('The order with its new items.'),
@@ -357,7 +375,7 @@ const paths = {
     delete: {
       operationId: 'deleteOrder',
       summary: 'Delete an order (staff only; If-Match honoured when sent)',
-      parameters: [ref('parameters/IfMatchOptional')],
+      parameters: [ref('parameters/IfMatchOptional'), ref('parameters/IfNoneMatchOnWrite')],
       responses: {
         '204': { description: 'Deleted.', headers: successHeaders({ 'Cache-Control': 'CacheControl' }) },
         ...errorResponses([
@@ -467,7 +485,7 @@ const webhookPaths = {
     patch: {
       operationId: 'patchWebhookEndpoint',
       summary: 'Change the URL, events, description or enabled (JSON merge patch, conditional)',
-      parameters: [ref('parameters/IfMatchRequired')],
+      parameters: [ref('parameters/IfMatchRequired'), ref('parameters/IfNoneMatchOnWrite')],
       requestBody: jsonBody('WebhookEndpointPatch', 'application/merge-patch+json', 'application/json'),
       responses: {
         '200': endpointResponse('The changed endpoint.'),
@@ -479,7 +497,7 @@ const webhookPaths = {
     delete: {
       operationId: 'deleteWebhookEndpoint',
       summary: 'Remove the endpoint and its delivery log (If-Match honoured when sent)',
-      parameters: [ref('parameters/IfMatchOptional')],
+      parameters: [ref('parameters/IfMatchOptional'), ref('parameters/IfNoneMatchOnWrite')],
       responses: {
         '204': { description: 'Deleted.', headers: successHeaders({ 'Cache-Control': 'CacheControl' }) },
         ...errorResponses([
@@ -496,7 +514,7 @@ const webhookPaths = {
     post: {
       operationId: 'rotateWebhookEndpointSecret',
       summary: 'A new secret; the old one stays valid for 24 hours, and both sign every message meanwhile',
-      parameters: [ref('parameters/IfMatchOptional')],
+      parameters: [ref('parameters/IfMatchOptional'), ref('parameters/IfNoneMatchOnWrite')],
       responses: {
         '200': withSecretResponse('The endpoint with its new secret, shown here only.', {
           ETag: 'WebhookETag',
@@ -586,6 +604,14 @@ export const openapiDocument = {
       IfMatchRequired: { name: 'If-Match', in: 'header', required: true, schema: { type: 'string' } },
       IfMatchOptional: { name: 'If-Match', in: 'header', required: false, schema: { type: 'string' } },
       IfNoneMatch: { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' } },
+      IfNoneMatchOnWrite: {
+        name: 'If-None-Match',
+        in: 'header',
+        required: false,
+        description:
+          'Honoured as RFC 9110 §13.1.2 asks: `*`, or a tag matching the current one (compared weakly), fails with 412.',
+        schema: { type: 'string' },
+      },
     },
     headers: HEADERS,
     schemas: componentSchemas(),

@@ -1,20 +1,30 @@
 import type { Request, Response } from 'express';
 import type { Precondition } from '../../domain/etags.js';
-import { parseEtagList } from '../middleware/index.js';
-import { sendProblem } from '../problems/index.js';
+import { parseEtagList, readableCoding } from '../middleware/index.js';
+import { CODING_REFUSED, sendProblem } from '../problems/index.js';
 
-/** The body must have been sent as one of `types`; otherwise 415, naming what is accepted. */
+/**
+ * The body must have been sent as one of `types`, in a content coding this server reads; otherwise 415, naming the
+ * media types accepted (and, for a coding, the codings read: RFC 9110 §15.5.16).
+ */
 export function requireType(
   req: Request,
   res: Response,
   types: readonly string[],
   acceptHeader: 'Accept-Patch' | 'Accept-Post' | 'Accept',
 ): boolean {
-  if (req.is([...types])) return true;
-  sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as ${types.join(' or ')}.`, {
-    headers: { [acceptHeader]: types.join(', ') },
-  });
-  return false;
+  const accepted = { [acceptHeader]: types.join(', ') };
+  if (!req.is([...types])) {
+    sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as ${types.join(' or ')}.`, { headers: accepted });
+    return false;
+  }
+  if (!readableCoding(req.headers['content-encoding'])) {
+    sendProblem(req, res, 'UNSUPPORTED_MEDIA_TYPE', CODING_REFUSED.detail, {
+      headers: { ...accepted, ...CODING_REFUSED.headers },
+    });
+    return false;
+  }
+  return true;
 }
 
 /**
@@ -34,18 +44,33 @@ export function requiredIfMatch(
   return optionalIfMatch(req, res, header);
 }
 
+/**
+ * The request's conditions on the resource: If-Match, and If-None-Match, which a server must evaluate before any
+ * method (RFC 9110 §13.1.2) — on a write to a resource that exists, `*` or its current tag fails with 412.
+ */
 export function optionalIfMatch(
   req: Request,
   res: Response,
   header = req.get('If-Match'),
 ): { precondition?: Precondition } | undefined {
-  if (header === undefined) return {};
-  const list = parseEtagList(header);
-  if (!list) {
+  const ifMatch = header === undefined ? undefined : parseEtagList(header);
+  if (ifMatch === null) {
     sendProblem(req, res, 'MALFORMED_REQUEST', 'If-Match must be * or a list of quoted entity tags.');
     return undefined;
   }
-  return { precondition: { ifMatch: list } };
+  const noneHeader = req.get('If-None-Match');
+  const ifNoneMatch = noneHeader === undefined ? undefined : parseEtagList(noneHeader);
+  if (ifNoneMatch === null) {
+    sendProblem(req, res, 'MALFORMED_REQUEST', 'If-None-Match must be * or a list of quoted entity tags.');
+    return undefined;
+  }
+  if (ifMatch === undefined && ifNoneMatch === undefined) return {};
+  return {
+    precondition: {
+      ...(ifMatch === undefined ? {} : { ifMatch }),
+      ...(ifNoneMatch === undefined ? {} : { ifNoneMatch }),
+    },
+  };
 }
 
 export function methodNotAllowed(allow: string) {
