@@ -302,6 +302,16 @@ describe('webhook endpoints: REST and GraphQL, ownership, limits, step-up and SS
       assert.deepEqual(pointers(refused), ['/url'], url);
       assert.match(refused.body.errors![0]!.reason, /address, which webhooks may not call$/, url);
     }
+    // The unspecified address (and 0.0.0.0) reaches this host on most systems.
+    const unspecified = await problem(
+      create(alice, { url: 'http://[::]/', events: ['order.created'] }),
+      422,
+      'BAD_USER_INPUT',
+    );
+    assert.equal(
+      unspecified.body.errors![0]!.reason,
+      'resolves to ::, an unspecified address, which webhooks may not call',
+    );
     assert.equal(sockets, 0);
     assert.equal(receiver.connections(), 0);
   });

@@ -45,6 +45,9 @@ const BLOCKED: readonly [string, number, 'ipv4' | 'ipv6', string][] = [
   ['ff00::', 8, 'ipv6', 'multicast'],
 ];
 
+/** "an unspecified", "an IETF", "a unique-local", "a loopback": by the first sound, not the first letter. */
+const article = (words: string) => (/^(?:[aeio]|u(?!ni)|IETF)/i.test(words) ? 'an' : 'a');
+
 const lists = BLOCKED.map(([network, prefix, type, why]) => {
   const list = new BlockList();
   list.addSubnet(network, prefix, type);
@@ -94,7 +97,10 @@ export function createTargetGuard(opts: { lookup?: HostLookup; allowPrivate: boo
       if (!opts.allowPrivate) {
         for (const { address } of addresses) {
           const why = blockedBecause(address);
-          if (why) throw new RefusedTarget(`resolves to ${address}, a ${why} address, which webhooks may not call`);
+          if (why)
+            throw new RefusedTarget(
+              `resolves to ${address}, ${article(why)} ${why} address, which webhooks may not call`,
+            );
         }
       }
       return addresses[0]!;
