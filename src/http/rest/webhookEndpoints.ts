@@ -6,12 +6,7 @@ import type { WebhookDelivery, WebhookEndpoint } from '../../domain/webhooks.js'
 import { jsonBodyParser } from '../middleware/index.js';
 import { sendProblem } from '../problems/index.js';
 import { parseWebhookEndpointBody, parseWebhookEndpointPatch } from './bodies.js';
-import {
-  decodeWebhookCursor,
-  encodeWebhookCursor,
-  webhookDeliveryJson,
-  webhookEndpointJson,
-} from './representation.js';
+import { decodeWebhookCursor, encodeCursor, webhookDeliveryJson, webhookEndpointJson } from './representation.js';
 import { limitParam, methodNotAllowed, optionalIfMatch, requiredIfMatch, requireType } from './requestChecks.js';
 
 const JSON_TYPE = 'application/json';
@@ -80,7 +75,7 @@ export function webhookEndpointsRouter(services: Services): express.Router {
       if (!params) return;
       const page = await webhooks.list(res.locals.principal, params);
       const last = page.items.at(-1);
-      const next = page.hasMore && last ? encodeWebhookCursor(last) : null;
+      const next = page.hasMore && last ? encodeCursor(last) : null;
       if (next) res.set('Link', `</v1${BASE}?limit=${page.limit}&cursor=${next}>; rel="next"`);
       sendJson(
         res,
@@ -141,7 +136,7 @@ export function webhookEndpointsRouter(services: Services): express.Router {
       if (!params) return;
       const page = await webhooks.deliveries(res.locals.principal, id(req), params);
       const last = page.items.at(-1);
-      const next = page.hasMore && last ? encodeWebhookCursor(last) : null;
+      const next = page.hasMore && last ? encodeCursor(last) : null;
       if (next) res.set('Link', `</v1${BASE}/${id(req)}/deliveries?limit=${page.limit}&cursor=${next}>; rel="next"`);
       sendJson(
         res,
