@@ -3,31 +3,19 @@ import type { CustomerService } from './customers.js';
 import { DomainError, invalidInput, notFound, type InvalidField } from './errors.js';
 import { entityTag, tagMatches, type Precondition } from './etags.js';
 import { newId, WEBHOOK_ENDPOINT_ID, WEBHOOK_MESSAGE_ID } from './ids.js';
-import type { OrderEvent } from './model.js';
 import type { Storage, WebhookEndpointChange } from './ports.js';
-import {
-  isStaff,
-  requireScope,
-  requireStepUp,
-  SCOPES,
-  STAFF_ROLE,
-  type Principal,
-  type StepUpRule,
-  type User,
-} from './policy.js';
-import { audienceOf } from './subscriptions.js';
+import { isStaff, requireScope, requireStepUp, SCOPES, type Principal, type StepUpRule, type User } from './policy.js';
+import { createWebhookAudience } from './webhookAudience.js';
 import {
   isWebhookEventType,
   PING,
   urlProblems,
   WEBHOOK_EVENT_TYPES,
   WEBHOOK_LIMITS,
-  webhookTypesOf,
   type WebhookCursor,
   type WebhookDelivery,
   type WebhookEndpoint,
   type WebhookEventType,
-  type WebhookOwner,
 } from './webhooks.js';
 
 /** Where a receiver's host resolves to is checked by the delivery side (it needs DNS): a reason to refuse, or null. */
@@ -61,13 +49,6 @@ export interface EndpointWithSecret {
   readonly secret: string;
 }
 
-/** One message the outbox's events make for an endpoint. */
-export interface PlannedMessage {
-  readonly endpoint: WebhookEndpoint;
-  readonly event: OrderEvent;
-  readonly type: WebhookEventType;
-}
-
 const PAGE = { default: 20, max: 100 } as const;
 const MAX_WRITE_ATTEMPTS = 3;
 
@@ -86,17 +67,6 @@ function pageSize(first: number | null | undefined): number {
 
 const changed = () =>
   new DomainError('PRECONDITION_FAILED', 'The webhook endpoint has changed since the version you sent; read it again.');
-
-/** The owner as a principal that may read orders, the way their credential made them when they created it. */
-function ownerAsUser(owner: WebhookOwner): User {
-  return {
-    kind: 'user',
-    subject: owner.subject,
-    scopes: new Set([SCOPES.read]),
-    roles: new Set(owner.staff ? [STAFF_ROLE] : []),
-    ...(owner.directoryKey !== null ? { directoryKey: owner.directoryKey } : {}),
-  };
-}
 
 export function createWebhookService(deps: {
   storage: Storage;
@@ -347,30 +317,7 @@ export function createWebhookService(deps: {
       return deliveryOf(endpoint.id, messageId);
     },
 
-    /**
-     * The messages order events make: for each endpoint that asked for the event's type, if its owner may read the
-     * order now (the subscriptions' rule, with the directory's word on the owner: a deactivated owner gets nothing).
-     */
-    plan(events: readonly OrderEvent[], endpoints: readonly WebhookEndpoint[]): PlannedMessage[] {
-      const audiences = endpoints.flatMap((endpoint) => {
-        const owner = deps.directory.admit(ownerAsUser(endpoint.owner));
-        return owner ? [{ endpoint, audience: audienceOf(owner, endpoint.owner.customerId) }] : [];
-      });
-      const planned: PlannedMessage[] = [];
-      for (const event of events) {
-        for (const type of webhookTypesOf(event)) {
-          for (const { endpoint, audience } of audiences) {
-            if (endpoint.events.includes(type) && audience.sees(event)) planned.push({ endpoint, event, type });
-          }
-        }
-      }
-      return planned;
-    },
-
-    /** Whether an endpoint's owner may still be sent anything now (the directory has not deactivated them). */
-    ownerActive(owner: WebhookOwner): boolean {
-      return deps.directory.admit(ownerAsUser(owner)) !== null;
-    },
+    ...createWebhookAudience(deps.directory),
 
     maxAttempts: deps.maxAttempts,
   };
