@@ -10,6 +10,8 @@ const STOP_TIMEOUT_MS = 15_000;
 
 export interface ServerChild {
   readonly name: string;
+  /** The child's process id (valgrind's own when the child runs under it: valgrind runs the program in its process). */
+  readonly pid: number;
   readonly ready: ReadyMessage;
   /** CPU time used by the child so far (µs). */
   cpu(): Promise<CpuTime>;
@@ -26,7 +28,14 @@ export function stopAllChildren(): Promise<void> {
 }
 
 /** The server children's scripts, built to JavaScript by buildChildren. */
-const BUILT_CHILDREN = ['appServer.ts', 'floor.ts', 'fanoutFloor.ts', 'peers/mercurius.ts', 'peers/yoga.ts'];
+const BUILT_CHILDREN = [
+  'appServer.ts',
+  'floor.ts',
+  'fanoutFloor.ts',
+  'peers/mercurius.ts',
+  'peers/yoga.ts',
+  'peers/apollo.ts',
+];
 const builtDir = fileURLToPath(new URL('./results/children/', import.meta.url));
 let built = false;
 
@@ -63,22 +72,26 @@ export async function startChild(
   script: string,
   env: Record<string, string | undefined>,
   nodeArgs: string[] = [],
+  /** A program that runs node, and its arguments before node's (e.g. valgrind: see bench/instructions.ts). */
+  wrapper?: { readonly command: string; readonly args: readonly string[] },
 ): Promise<ServerChild> {
   const relative = script.replace(/^\.\//, '');
   const js = built && BUILT_CHILDREN.includes(relative);
   const path = js ? join(builtDir, relative.replace(/\.ts$/, '.mjs')) : fileURLToPath(new URL(script, import.meta.url));
+  // Under valgrind the app starts some twenty times slower.
+  const startTimeout = wrapper ? 5 * START_TIMEOUT_MS : START_TIMEOUT_MS;
+  const execArgv = js ? nodeArgs : ['--import', 'tsx', ...nodeArgs];
   const child: ChildProcess = fork(path, [], {
-    execArgv: js ? nodeArgs : ['--import', 'tsx', ...nodeArgs],
+    ...(wrapper
+      ? { execPath: wrapper.command, execArgv: [...wrapper.args, process.execPath, ...execArgv] }
+      : { execArgv }),
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
   const ready = await new Promise<ReadyMessage>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${name}: not ready after ${START_TIMEOUT_MS} ms`)),
-      START_TIMEOUT_MS,
-    );
+    const timer = setTimeout(() => reject(new Error(`${name}: not ready after ${startTimeout} ms`)), startTimeout);
     child.on('message', (m: ChildMessage) => {
       if (!('type' in m)) return;
       clearTimeout(timer);
@@ -124,6 +137,7 @@ export async function startChild(
   let stopping: Promise<void> | null = null;
   const handle: ServerChild = {
     name,
+    pid: child.pid!,
     ready,
     request,
     cpu: () => request('cpu') as Promise<CpuTime>,
