@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from '@jest/globals';
 import { ZodError } from 'zod';
 import { toCustomer, toOrder, toOrderItem, toProduct } from '../../src/store/rows.js';
+import { isoTimestamp } from '../../src/store/timestamps.js';
 
 /**
  * Rows are checked where they enter the program: by ajv's compiled check of each row schema on the way every request
@@ -70,5 +71,18 @@ describe('database rows', () => {
 
   test('a customer whose name is not text fails loudly', () => {
     assert.throws(() => toCustomer({ id: 'cus_1', subject: null, name: 42, email: null }), ZodError);
+  });
+
+  test.each([
+    ['2026-11-22 09:30:00.123456+00', '2026-11-22T09:30:00.123Z'],
+    ['2026-11-22 09:30:00.1239+00', '2026-11-22T09:30:00.123Z'],
+    ['2026-11-22 09:30:00.123+00', '2026-11-22T09:30:00.123Z'],
+    ['2026-11-22 09:30:00.12+00', '2026-11-22T09:30:00.120Z'],
+    ['2026-11-22 09:30:00.1+00', '2026-11-22T09:30:00.100Z'],
+    ['2026-11-22 09:30:00+00', '2026-11-22T09:30:00.000Z'],
+    ['2026-11-22 10:30:00.5+01', '2026-11-22T09:30:00.500Z'],
+    ['infinity', 'infinity'],
+  ])('PostgreSQL writes a timestamptz as %s; the API reads it as %s', (text, iso) => {
+    assert.equal(isoTimestamp(text), iso);
   });
 });
