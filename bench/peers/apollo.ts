@@ -7,13 +7,12 @@
  * default, graphql-js.
  */
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ApolloServer } from '@apollo/server';
 import { expressMiddleware } from '@as-integrations/express5';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import express from 'express';
 import { createJitExecutor } from '../../src/http/pipeline/jitExecutor.js';
-import { reportFailure, serveParent } from '../ipc.js';
+import { reportFailure, serveHttpToParent } from '../ipc.js';
 import { createPeerData, type PeerContext, typeDefs } from './shared.js';
 
 try {
@@ -38,15 +37,7 @@ try {
     expressMiddleware(apollo, { context: async () => data.context() }),
   );
   const server = createServer(app);
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  serveParent({ url: `http://127.0.0.1:${port}` }, async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+  await serveHttpToParent(server, async () => {
     await apollo.stop();
     await data.close();
   });
