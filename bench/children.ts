@@ -10,8 +10,6 @@ const STOP_TIMEOUT_MS = 15_000;
 
 export interface ServerChild {
   readonly name: string;
-  /** The child's process id (valgrind's own when the child runs under it: valgrind runs the program in its process). */
-  readonly pid: number;
   readonly ready: ReadyMessage;
   /** CPU time used by the child so far (µs). */
   cpu(): Promise<CpuTime>;
@@ -72,26 +70,22 @@ export async function startChild(
   script: string,
   env: Record<string, string | undefined>,
   nodeArgs: string[] = [],
-  /** A program that runs node, and its arguments before node's (e.g. valgrind: see bench/instructions.ts). */
-  wrapper?: { readonly command: string; readonly args: readonly string[] },
 ): Promise<ServerChild> {
   const relative = script.replace(/^\.\//, '');
   const js = built && BUILT_CHILDREN.includes(relative);
   const path = js ? join(builtDir, relative.replace(/\.ts$/, '.mjs')) : fileURLToPath(new URL(script, import.meta.url));
-  // Under valgrind the app starts some twenty times slower.
-  const startTimeout = wrapper ? 5 * START_TIMEOUT_MS : START_TIMEOUT_MS;
-  const execArgv = js ? nodeArgs : ['--import', 'tsx', ...nodeArgs];
   const child: ChildProcess = fork(path, [], {
-    ...(wrapper
-      ? { execPath: wrapper.command, execArgv: [...wrapper.args, process.execPath, ...execArgv] }
-      : { execArgv }),
+    execArgv: js ? nodeArgs : ['--import', 'tsx', ...nodeArgs],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
   const ready = await new Promise<ReadyMessage>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name}: not ready after ${startTimeout} ms`)), startTimeout);
+    const timer = setTimeout(
+      () => reject(new Error(`${name}: not ready after ${START_TIMEOUT_MS} ms`)),
+      START_TIMEOUT_MS,
+    );
     child.on('message', (m: ChildMessage) => {
       if (!('type' in m)) return;
       clearTimeout(timer);
@@ -137,7 +131,6 @@ export async function startChild(
   let stopping: Promise<void> | null = null;
   const handle: ServerChild = {
     name,
-    pid: child.pid!,
     ready,
     request,
     cpu: () => request('cpu') as Promise<CpuTime>,

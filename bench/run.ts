@@ -111,10 +111,6 @@ const USAGE = `usage: npm run bench -- [options]
                       there first), as the row "compare", beside this one on every scenario: an A/B in one run
   --rounds <n>        with --compare: measure the app and the compare replica <n> times each, alternately, and
                       print the CPU µs/req of every round and their medians (default 1)
-  --instructions      instead of timing, count the instructions per request of a production replica (and of
-                      --compare's) under valgrind's callgrind: repeatable on a busy machine, user space only
-                      (bench/instructions.ts); --requests <n> counted (default 100) after 10 × n of warm-up,
-                      --connections (default 1 here)
   --min-ratio <ratio> exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors
   --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)
   --abuse             send each hostile GraphQL document for 30 s beside normal traffic (--seconds <s>)
@@ -150,8 +146,6 @@ const { values: flags } = parseArgs({
     'write-baseline': { type: 'boolean', default: false },
     compare: { type: 'string' },
     rounds: { type: 'string', default: '1' },
-    instructions: { type: 'boolean', default: false },
-    requests: { type: 'string', default: '100' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -184,8 +178,6 @@ const options = {
   withFanout: flags['with-fanout'],
   compare: flags.compare,
   rounds: Math.round(numberFlag('rounds', flags.rounds, 1, 20)),
-  instructions: flags.instructions,
-  requests: Math.round(numberFlag('requests', flags.requests, 10, 10_000)),
   only: flags.only?.split(',').map((s) => s.trim()),
   profile: flags.profile,
   production: flags.production,
@@ -488,50 +480,6 @@ function renderMix(r: CacheMixResult): string {
   ].join('\n');
 }
 
-/** --instructions: this build's production replica, and --compare's, counted under callgrind (bench/instructions.ts). */
-async function instructionsOnly(
-  issuer: string,
-  appEnv: Record<string, string | undefined>,
-  floor: ServerChild,
-  chosen: readonly Scenario[],
-): Promise<number> {
-  const { countInstructions, haveCallgrind, renderInstructions } = await import('./instructions.js');
-  if (!(await haveCallgrind())) throw new Error('--instructions needs valgrind (apt-get install valgrind)');
-  // The replica's timers run by the wall clock, some fifty times slower under valgrind than the requests they would
-  // be counted beside: the event bus's poll, the webhook worker and the sweeper are set far apart (nothing in the
-  // measured requests uses them).
-  const production = {
-    ...appEnv,
-    BENCH_OIDC_ISSUER: issuer,
-    NODE_ENV: 'production',
-    EVENT_POLL_MS: '3600000',
-    WEBHOOK_POLL_MS: '60000',
-    WEBHOOK_CONCURRENCY: '0',
-    SWEEP_INTERVAL_S: '86400',
-  };
-  const sides = [
-    { name: 'this', env: production },
-    ...(options.compare
-      ? [{ name: 'compare', env: { ...production, BENCH_DIST: `${join(options.compare, 'dist', 'src')}/` } }]
-      : []),
-  ];
-  const counting = {
-    warmup: 10 * options.requests,
-    requests: options.requests,
-    connections: process.argv.some((a) => a.startsWith('--connections')) ? options.connections : 1,
-    outDir: join(resultsDir, 'callgrind'),
-  };
-  const results = await countInstructions(
-    sides,
-    chosen,
-    async (scenario, url) => (await checkSameWork(scenario, url, floor.ready.url)).appBody,
-    counting,
-    log,
-  );
-  console.log(renderInstructions(results, counting));
-  return 0;
-}
-
 async function main(): Promise<number> {
   log(`PostgreSQL ${redacted(databaseUrl)}, schema ${schema}${process.env.REDIS_URL ? ', with Redis' : ''}`);
   const appEnv = { DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema, REDIS_URL: process.env.REDIS_URL };
@@ -541,9 +489,8 @@ async function main(): Promise<number> {
   log(`app (development, embedded IdP) listening at ${idpApp.ready.url}`);
   const issuer = idpApp.ready.issuer!;
   // With --production the measured app is a second replica configured as in production: it trusts
-  // the first one's IdP as its external issuer and has none of its own. (--instructions starts its own, below.)
-  const timed = options.production && !options.instructions;
-  const app = timed
+  // the first one's IdP as its external issuer and has none of its own.
+  const app = options.production
     ? await startChild('app (production)', './appServer.ts', {
         ...appEnv,
         ...profileEnv,
@@ -551,7 +498,7 @@ async function main(): Promise<number> {
         NODE_ENV: 'production',
       })
     : idpApp;
-  if (timed) log(`app (production, issuer ${issuer}) listening at ${app.ready.url}`);
+  if (options.production) log(`app (production, issuer ${issuer}) listening at ${app.ready.url}`);
 
   admin = await connect(databaseUrl, schema);
   const started = Date.now();
@@ -579,8 +526,6 @@ async function main(): Promise<number> {
   const chosen = all.filter((s) => !options.only || options.only.includes(s.name));
   const mixChosen = options.production && (!options.only || options.only.includes(MIX_NAME));
   if (!chosen.length && !mixChosen) throw new Error(`--only matched no scenario`);
-
-  if (options.instructions) return instructionsOnly(issuer, appEnv, floor, chosen);
 
   const peerChildren: [string, ServerChild][] = [];
   const abLines: string[] = [];
