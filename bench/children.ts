@@ -26,7 +26,14 @@ export function stopAllChildren(): Promise<void> {
 }
 
 /** The server children's scripts, built to JavaScript by buildChildren. */
-const BUILT_CHILDREN = ['appServer.ts', 'floor.ts', 'fanoutFloor.ts', 'peers/mercurius.ts', 'peers/yoga.ts'];
+const BUILT_CHILDREN = [
+  'appServer.ts',
+  'floor.ts',
+  'fanoutFloor.ts',
+  'peers/mercurius.ts',
+  'peers/yoga.ts',
+  'peers/apollo.ts',
+];
 const builtDir = fileURLToPath(new URL('./results/children/', import.meta.url));
 let built = false;
 

@@ -9,9 +9,8 @@
  * app's metric names, so the bench reads both servers the same way.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import { reportFailure, serveParent } from './ipc.js';
+import { reportFailure, serveHttpToParent } from './ipc.js';
 
 const ORDER_COLUMNS = 'id, customer_id, status, total_cents, version, created_at, updated_at';
 /** Same clamp as the app's PAGE.max. */
@@ -134,18 +133,7 @@ try {
       if (!res.headersSent) send(res, 500, JSON.stringify({ error: String(error) }));
     });
   });
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-
-  serveParent({ url: `http://127.0.0.1:${port}` }, async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await pool.end();
-  });
+  await serveHttpToParent(server, () => pool.end());
 } catch (error) {
   reportFailure(error);
 }

@@ -5,6 +5,9 @@
  * app, the floor and the load generator never share an event loop.
  */
 
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
 export interface ReadyMessage {
   readonly type: 'ready';
   readonly url: string;
@@ -98,4 +101,22 @@ export function serveParent(ready: Omit<ReadyMessage, 'type'>, close: () => Prom
   // Ctrl-C reaches the whole process group; the parent decides when the children stop.
   process.on('SIGINT', () => undefined);
   send({ type: 'ready', ...ready });
+}
+
+/**
+ * Child side, for a server child: listens on a free loopback port, then announces that URL (serveParent). On `stop`
+ * its connections are closed and it stops listening before `close` releases the rest (a pool).
+ */
+export async function serveHttpToParent(server: Server, close: () => Promise<void>): Promise<void> {
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  serveParent({ url: `http://127.0.0.1:${port}` }, async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await close();
+  });
 }

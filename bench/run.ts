@@ -237,10 +237,13 @@ async function checkSameWork(scenario: Scenario, app: string, floor: string) {
 const cpuMicros = (t: CpuTime) => t.user + t.system;
 
 /** The peers (bench/peers/): each serves the list and one-order scenarios' schema subset, without auth. */
-const PEERS = [
+const PEERS: readonly { name: string; script: string; env?: Record<string, string> }[] = [
   { name: 'mercurius+jit', script: './peers/mercurius.ts' },
   { name: 'yoga', script: './peers/yoga.ts' },
-] as const;
+  // The stack this app is built on, bare: what Apollo Server 5 on Express 5 costs before any of the app's own work.
+  { name: 'apollo', script: './peers/apollo.ts' },
+  { name: 'apollo+jit', script: './peers/apollo.ts', env: { BENCH_APOLLO_JIT: '1' } },
+];
 const PEER_SCENARIOS = new Set(['recentOrders-20', 'recentOrders-100', 'order-by-id']);
 
 /** A peer must answer 200, without errors, about the same records as the floor; returns its body. */
@@ -539,8 +542,8 @@ async function main(): Promise<number> {
     peerChildren.push(['compare', child]);
   }
   if (options.peers) {
-    for (const { name, script } of PEERS) {
-      const child = await startChild(name, script, { DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema });
+    for (const { name, script, env } of PEERS) {
+      const child = await startChild(name, script, { DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema, ...env });
       log(`${name} listening at ${child.ready.url}`);
       peerChildren.push([name, child]);
     }

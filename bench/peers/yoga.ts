@@ -7,8 +7,7 @@
  * not resolve, with the little of its API used here typed below.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { reportFailure, serveParent } from '../ipc.js';
+import { reportFailure, serveHttpToParent } from '../ipc.js';
 import { createPeerData, type PeerContext, typeDefs } from './shared.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => unknown;
@@ -42,17 +41,7 @@ try {
     data.countRequest();
     void yoga(req, res);
   });
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  serveParent({ url: `http://127.0.0.1:${port}` }, async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await data.close();
-  });
+  await serveHttpToParent(server, () => data.close());
 } catch (error) {
   reportFailure(error);
 }

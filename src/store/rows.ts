@@ -1,3 +1,4 @@
+import { Ajv } from 'ajv';
 import { z } from 'zod';
 import { ORDER_STATUSES, type Customer, type Order, type OrderItem, type Product } from '../domain/model.js';
 
@@ -54,8 +55,28 @@ export const StoredOrderItem = z.object({
   unitPriceCents: z.number().int(),
 });
 
+const ajv = new Ajv();
+
+/**
+ * A row schema's check as ajv compiles it from the schema's JSON Schema (its input form: nothing stripped, nothing
+ * coerced). A row that passes is used as it is, which is what zod would have returned for it; any other goes
+ * through zod, which coerces what it may and otherwise throws as it always did. zod's parse runs every schema of the
+ * program through the same generic code and copies each row: on the list of 100 that was 7 % of the request's CPU
+ * (8 % fewer instructions per request without it, bench --instructions), where the compiled check is specific to its
+ * schema and copies nothing.
+ */
+function rowReader<T extends z.ZodType>(schema: T): (row: unknown) => z.output<T> {
+  const passes = ajv.compile(z.toJSONSchema(schema, { target: 'draft-7', io: 'input' }));
+  return (row) => (passes(row) ? (row as z.output<T>) : schema.parse(row));
+}
+
+const readOrder = rowReader(OrderRow);
+const readOrderItem = rowReader(OrderItemRow);
+const readCustomer = rowReader(CustomerRow);
+const readProduct = rowReader(ProductRow);
+
 export function toOrder(row: unknown): Order {
-  const r = OrderRow.parse(row);
+  const r = readOrder(row);
   return {
     id: r.id,
     customerId: r.customer_id,
@@ -68,16 +89,16 @@ export function toOrder(row: unknown): Order {
 }
 
 export function toOrderItem(row: unknown): OrderItem {
-  const r = OrderItemRow.parse(row);
+  const r = readOrderItem(row);
   return { orderId: r.order_id, lineNo: r.line_no, sku: r.sku, qty: r.qty, unitPriceCents: r.unit_price_cents };
 }
 
 export function toCustomer(row: unknown): Customer {
-  const r = CustomerRow.parse(row);
+  const r = readCustomer(row);
   return { id: r.id, subject: r.subject, name: r.name, email: r.email };
 }
 
 export function toProduct(row: unknown): Product {
-  const r = ProductRow.parse(row);
+  const r = readProduct(row);
   return { sku: r.sku, name: r.name, priceCents: r.price_cents };
 }
