@@ -2,12 +2,23 @@ import type { KeyValueCache, KeyValueCacheSetOptions } from '@apollo/utils.keyva
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
+/** How long a closing connection may take to end before it is destroyed. */
+const DISCONNECT_TIMEOUT_MS = 200;
+
 /**
  * Connects to Redis, or starts degraded when it is down: ioredis keeps reconnecting, and until it
  * succeeds each replica keeps its state in process and reads other replicas' events from the outbox.
  */
 export async function openRedis(url: string, logger: Logger): Promise<Redis> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 2,
+    enableOfflineQueue: true,
+    // disconnect() ends the socket and arms a timer to destroy it if it has not closed by then; a connection that is
+    // already gone (Redis down, reconnecting) never closes again, so ioredis's default 2 s kept that timer, and with
+    // it the process that was shutting down, alive for 2 s.
+    disconnectTimeout: DISCONNECT_TIMEOUT_MS,
+  });
   watchConnection(redis, logger);
   try {
     await redis.connect();
