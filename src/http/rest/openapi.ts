@@ -10,6 +10,8 @@ import {
   errorResponses,
   HEAD_HAS_NO_BODY,
   jsonBody,
+  jsonResponse,
+  PAGE_HEADERS,
   ref,
   successHeaders,
   type HeaderSet,
@@ -25,11 +27,7 @@ import { webhookPaths } from './openapiWebhooks.js';
 /** What a read or write of one order answers with: its representation, validator and caching rules. */
 const ORDER_HEADERS: HeaderSet = { ETag: 'ETag', 'Cache-Control': 'CacheControl', Vary: 'Vary' };
 
-const orderResponse = (description: string) => ({
-  description,
-  headers: successHeaders(ORDER_HEADERS),
-  content: { 'application/json': { schema: ref('schemas/Order') } },
-});
+const orderResponse = (description: string) => jsonResponse(description, 'Order', ORDER_HEADERS);
 
 /** GET and HEAD of one order: a malformed id (not percent-encoded UTF-8) is 400, an unknown one 404. */
 const ONE_ORDER_READ_ERRORS: readonly ApiErrorCode[] = [...READ_ERRORS, 'MALFORMED_REQUEST', 'NOT_FOUND'];
@@ -54,11 +52,7 @@ const paths = {
         },
       ],
       responses: {
-        '200': {
-          description: 'One page of orders.',
-          headers: successHeaders({ 'Cache-Control': 'CacheControl', Vary: 'Vary' }, { Link: 'Link' }),
-          content: { 'application/json': { schema: ref('schemas/OrderPage') } },
-        },
+        '200': jsonResponse('One page of orders.', 'OrderPage', PAGE_HEADERS, { Link: 'Link' }),
         ...errorResponses([...READ_ERRORS, 'MALFORMED_REQUEST']),
       },
     },
@@ -68,14 +62,12 @@ const paths = {
       parameters: [ref('parameters/IdempotencyKey')],
       requestBody: jsonBody('NewOrder'),
       responses: {
-        '201': {
-          description: 'Created (or, with `Idempotent-Replayed: true`, the replay of the first response to this key).',
-          headers: successHeaders(
-            { Location: 'Location', ETag: 'ETag', 'Cache-Control': 'CacheControl' },
-            { 'Idempotent-Replayed': 'IdempotentReplayed' },
-          ),
-          content: { 'application/json': { schema: ref('schemas/Order') } },
-        },
+        '201': jsonResponse(
+          'Created (or, with `Idempotent-Replayed: true`, the replay of the first response to this key).',
+          'Order',
+          { Location: 'Location', ETag: 'ETag', 'Cache-Control': 'CacheControl' },
+          { 'Idempotent-Replayed': 'IdempotentReplayed' },
+        ),
         ...errorResponses(
           [
             ...READ_ERRORS,

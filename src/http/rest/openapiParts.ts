@@ -177,6 +177,16 @@ export const successHeaders = (own: HeaderSet, optional: HeaderSet = {}): Json =
   ...Object.fromEntries(Object.entries(optional).map(([name, id]) => [name, header(id!, false)])),
 });
 
+/** What a page of a list answers with (its `Link` to the next page, when there is one, is optional). */
+export const PAGE_HEADERS: HeaderSet = { 'Cache-Control': 'CacheControl', Vary: 'Vary' };
+
+/** A success answer with a JSON body: the headers it carries (beside every answer's) and the body's schema. */
+export const jsonResponse = (description: string, schema: string, own: HeaderSet, optional: HeaderSet = {}) => ({
+  description,
+  headers: successHeaders(own, optional),
+  content: { 'application/json': { schema: ref(`schemas/${schema}`) } },
+});
+
 /** Any operation can meet these: credentials, the rate budget, and failures on our side (nothing is changed then). */
 const EVERY_OPERATION: readonly ApiErrorCode[] = [
   'UNAUTHENTICATED',

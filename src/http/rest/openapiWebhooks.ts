@@ -7,6 +7,8 @@ import {
   errorResponses,
   HEAD_HAS_NO_BODY,
   jsonBody,
+  jsonResponse,
+  PAGE_HEADERS,
   ref,
   successHeaders,
   type HeaderSet,
@@ -17,23 +19,16 @@ import {
 /** What a read or write of one webhook endpoint answers with. */
 const ENDPOINT_HEADERS: HeaderSet = { ETag: 'WebhookETag', 'Cache-Control': 'CacheControl', Vary: 'Vary' };
 
-const endpointResponse = (description: string) => ({
-  description,
-  headers: successHeaders(ENDPOINT_HEADERS),
-  content: { 'application/json': { schema: ref('schemas/WebhookEndpoint') } },
-});
+const endpointResponse = (description: string) => jsonResponse(description, 'WebhookEndpoint', ENDPOINT_HEADERS);
 
-const withSecretResponse = (description: string, own: HeaderSet) => ({
-  description,
-  headers: successHeaders(own),
-  content: { 'application/json': { schema: ref('schemas/WebhookEndpointWithSecret') } },
-});
+const withSecretResponse = (description: string, own: HeaderSet) =>
+  jsonResponse(description, 'WebhookEndpointWithSecret', own);
 
-const deliveryQueued = {
-  description: 'Queued: the delivery as it is now; its attempt shows in the delivery log once made.',
-  headers: successHeaders({ 'Cache-Control': 'CacheControl' }),
-  content: { 'application/json': { schema: ref('schemas/WebhookDelivery') } },
-};
+const deliveryQueued = jsonResponse(
+  'Queued: the delivery as it is now; its attempt shows in the delivery log once made.',
+  'WebhookDelivery',
+  { 'Cache-Control': 'CacheControl' },
+);
 
 const pageParameters = (what: string) => [
   {
@@ -65,11 +60,9 @@ export const webhookPaths = {
       summary: "The caller's webhook endpoints, newest first",
       parameters: pageParameters('endpoints'),
       responses: {
-        '200': {
-          description: 'One page of endpoints (without their secrets).',
-          headers: successHeaders({ 'Cache-Control': 'CacheControl', Vary: 'Vary' }, { Link: 'Link' }),
-          content: { 'application/json': { schema: ref('schemas/WebhookEndpointPage') } },
-        },
+        '200': jsonResponse('One page of endpoints (without their secrets).', 'WebhookEndpointPage', PAGE_HEADERS, {
+          Link: 'Link',
+        }),
         ...errorResponses([...READ_ERRORS, 'MALFORMED_REQUEST']),
       },
     },
@@ -156,11 +149,7 @@ export const webhookPaths = {
       summary: 'The delivery log: each message, newest first, with its attempts',
       parameters: pageParameters('messages'),
       responses: {
-        '200': {
-          description: 'One page of deliveries.',
-          headers: successHeaders({ 'Cache-Control': 'CacheControl', Vary: 'Vary' }, { Link: 'Link' }),
-          content: { 'application/json': { schema: ref('schemas/WebhookDeliveryPage') } },
-        },
+        '200': jsonResponse('One page of deliveries.', 'WebhookDeliveryPage', PAGE_HEADERS, { Link: 'Link' }),
         ...errorResponses([...READ_ERRORS, 'MALFORMED_REQUEST', 'NOT_FOUND']),
       },
     },
