@@ -1,15 +1,13 @@
 /**
  * Child process: the floor. A plain `node:http` server with a `pg.Pool` configured like the app's
- * (max 10, same schema on the search_path) that answers the benchmark's requests by running the
+ * (bench/countingPool.ts) that answers the benchmark's requests by running the
  * same SQL statements the app runs (src/store/orders.ts, customers.ts, products.ts) and writing
  * the same JSON with JSON.stringify. No auth, no GraphQL, no validation of rows: whatever the app
  * spends beyond this is the cost of its framework and its rules.
- *
- * It counts its SQL statements and /graphql requests and shows them at GET /metrics under the
- * app's metric names, so the bench reads both servers the same way.
+ * Its SQL statements and /graphql requests are counted and shown at GET /metrics as the app's are.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import pg from 'pg';
+import { createCountingPool } from './countingPool.js';
 import { reportFailure, serveHttpToParent } from './ipc.js';
 
 const ORDER_COLUMNS = 'id, customer_id, status, total_cents, version, created_at, updated_at';
@@ -32,24 +30,10 @@ interface ProductRow {
 }
 
 try {
-  const schema = process.env.DATABASE_SCHEMA!;
   /** The customer id the app would find for alice's subject (it caches that in memory too). */
   const ownerId = process.env.BENCH_OWNER_CUSTOMER_ID!;
-  const pool = new pg.Pool({
-    connectionString: process.env.DATABASE_URL,
-    max: 10,
-    idleTimeoutMillis: 30_000,
-    connectionTimeoutMillis: 5_000,
-    options: `-c search_path="${schema}"`,
-  });
-  pool.on('error', () => undefined);
-
-  let statements = 0;
-  let graphqlRequests = 0;
-  async function query<R>(sql: string, params: unknown[]): Promise<R[]> {
-    statements++;
-    return (await pool.query(sql, params)).rows as R[];
-  }
+  const db = createCountingPool();
+  const { query } = db;
 
   /** Like the app's DataLoader: one statement for the distinct customer ids of the orders. */
   async function withCustomers(orders: OrderRow[]) {
@@ -110,16 +94,10 @@ try {
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://floor');
     if (req.method === 'GET' && url.pathname === '/metrics') {
-      return send(
-        res,
-        200,
-        `# TYPE sql_statements_total counter\nsql_statements_total ${statements}\n` +
-          `# TYPE http_requests_total counter\nhttp_requests_total{route="/graphql"} ${graphqlRequests}\n`,
-        'text/plain; version=0.0.4',
-      );
+      return send(res, 200, db.metricsText(), 'text/plain; version=0.0.4');
     }
     if (url.pathname !== '/graphql') return send(res, 404, '{"error":"not found"}');
-    graphqlRequests++;
+    db.countRequest();
     const result =
       req.method === 'GET'
         ? await answer({ query: url.searchParams.get('query') ?? '' })
@@ -133,7 +111,7 @@ try {
       if (!res.headersSent) send(res, 500, JSON.stringify({ error: String(error) }));
     });
   });
-  await serveHttpToParent(server, () => pool.end());
+  await serveHttpToParent(server, db.close);
 } catch (error) {
   reportFailure(error);
 }

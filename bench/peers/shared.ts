@@ -1,13 +1,13 @@
 /**
- * What the GraphQL peers (bench/peers/mercurius.ts, bench/peers/yoga.ts) share: the schema subset the list-of-100
+ * What the GraphQL peers (bench/peers/mercurius.ts, yoga.ts, apollo.ts) share: the schema subset the list-of-100
  * and one-order scenarios ask for, the same SQL as the app and the floor run (src/store/orders.ts, customers.ts),
- * a `pg.Pool` configured like the app's, a DataLoader per request for the customers (one statement for the distinct
- * ids of a list, as the app's loaders batch them) and the counters the bench reads at `GET /metrics`.
+ * the floor's pool with its counters for `GET /metrics` (bench/countingPool.ts), and a DataLoader per request for the
+ * customers (one statement for the distinct ids of a list, as the app's loaders batch them).
  *
  * No auth: the peers are what a fast GraphQL server costs for the same answer, not what our rules cost.
  */
 import DataLoader from 'dataloader';
-import pg from 'pg';
+import { createCountingPool } from '../countingPool.js';
 
 export const typeDefs = /* GraphQL */ `
   enum OrderStatus {
@@ -51,20 +51,8 @@ export interface PeerContext {
 }
 
 export function createPeerData() {
-  const pool = new pg.Pool({
-    connectionString: process.env.DATABASE_URL,
-    max: 10,
-    idleTimeoutMillis: 30_000,
-    connectionTimeoutMillis: 5_000,
-    options: `-c search_path="${process.env.DATABASE_SCHEMA!}"`,
-  });
-  pool.on('error', () => undefined);
-  let statements = 0;
-  let graphqlRequests = 0;
-  async function query<R>(sql: string, params: unknown[]): Promise<R[]> {
-    statements++;
-    return (await pool.query(sql, params)).rows as R[];
-  }
+  const db = createCountingPool();
+  const { query } = db;
   async function customersById(ids: readonly string[]): Promise<(CustomerRow | null)[]> {
     const rows = await query<CustomerRow>('select id, subject, name, email from customers where id = any($1::text[])', [
       ids,
@@ -90,12 +78,8 @@ export function createPeerData() {
     resolvers,
     /** A fresh loader per request, as the app makes them. */
     context: (): PeerContext => ({ customers: new DataLoader(customersById) }),
-    countRequest() {
-      graphqlRequests++;
-    },
-    metricsText: () =>
-      `# TYPE sql_statements_total counter\nsql_statements_total ${statements}\n` +
-      `# TYPE http_requests_total counter\nhttp_requests_total{route="/graphql"} ${graphqlRequests}\n`,
-    close: () => pool.end(),
+    countRequest: db.countRequest,
+    metricsText: db.metricsText,
+    close: db.close,
   };
 }
