@@ -20,6 +20,7 @@ import type {
   PricedLine,
   Product,
 } from './model.js';
+import type { OrderListFilter, OrderScan, PositionedOrder } from './orderScan.js';
 import type { WebhookCursor, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookOwner } from './webhooks.js';
 
 /**
@@ -31,6 +32,12 @@ export interface OrderRepository {
   find(id: string): Promise<Order | null>;
   /** Newest first; `customerId` narrows to one customer, `after` continues a previous page. */
   list(opts: { readonly customerId?: string; readonly limit: number; readonly after?: OrderCursor }): Promise<Order[]>;
+  /** One keyset page (no OFFSET), in one statement; `behind` answers the scan's `probe`. */
+  scan(scan: OrderScan): Promise<{ rows: PositionedOrder[]; behind: boolean }>;
+  /** How many orders match, counting no further than `bound`. */
+  count(filter: OrderListFilter, bound: number): Promise<number>;
+  /** These orders, in any order; unknown ids are left out. */
+  byIds(ids: readonly string[]): Promise<Order[]>;
   /** The newest `limit` orders of each customer, in one statement. */
   listOfCustomers(customerIds: readonly string[], limit: number): Promise<Order[]>;
   /** The lines of these orders, by order then line number. */
