@@ -419,6 +419,29 @@ describe('orders as connections, on GraphQL and REST', () => {
     assert.equal(idsOf(await list(carol, '?limit=101')).length, 100);
   });
 
+  test('a REST cursor issued before lists could be filtered still pages the default list, and no other', async () => {
+    const from = window[7]!;
+    const legacy = Buffer.from(JSON.stringify([from.createdAt, from.id])).toString('base64url');
+    const want = (
+      await server.running.app.db.query<{ id: string }>(
+        `select id from orders where (created_at, id) < ($1::timestamptz, $2) order by created_at desc, id desc limit 3`,
+        [from.createdAt, from.id],
+      )
+    ).map((r) => r.id);
+    const res = await list(carol, `?limit=3&cursor=${legacy}`);
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(idsOf(res), want);
+    const filtered = await list(carol, `?status=paid&limit=3&cursor=${legacy}`);
+    assert.equal(filtered.status, 400);
+    assert.deepEqual(filtered.json<{ errors: unknown }>().errors, [
+      {
+        pointer: '/cursor',
+        reason:
+          'was issued for another filter or sort; send the filter and sort it came with, or start without a cursor',
+      },
+    ]);
+  });
+
   test('REST refuses unknown parameters and malformed values with 400 naming the parameter', async () => {
     const paid = await list(carol, `?status=paid&${WQ}&limit=1`);
     const cursor = paid.json<{ next_cursor: string }>().next_cursor;
