@@ -119,17 +119,20 @@ export function checkFilter(input: OrderFilterInput | null | undefined): OrderLi
   return filter;
 }
 
+/** The fingerprint of the unfiltered list in the default order: that of REST cursors from before filters. */
+const DEFAULT_LIST = fingerprintOf([{}, DEFAULT_SORT.field, DEFAULT_SORT.direction]);
+
 const reversed = (sort: OrderSort): OrderSort => ({ ...sort, direction: sort.direction === 'asc' ? 'desc' : 'asc' });
 
 /** Cursor-paged order lists (Relay Cursor Connections, and REST's Link pages): who sees what is decided here. */
 export function createOrderListing(deps: { orders: OrderRepository; customers: CustomerService }) {
   const { orders, customers } = deps;
 
-  function position(cursor: string | null | undefined, name: 'after' | 'before', fingerprint: string, plain: string) {
+  function position(cursor: string | null | undefined, name: 'after' | 'before', fingerprint: string) {
     if (cursor === null || cursor === undefined) return undefined;
     const decoded = decodeOrderCursor(cursor);
     if (!decoded) throw invalidInput([{ pointer: `/${name}`, reason: 'is not a cursor this API issued' }]);
-    if ((decoded.fingerprint ?? plain) !== fingerprint) {
+    if ((decoded.fingerprint ?? DEFAULT_LIST) !== fingerprint) {
       throw invalidInput([
         {
           pointer: `/${name}`,
@@ -161,9 +164,8 @@ export function createOrderListing(deps: { orders: OrderRepository; customers: C
     const sort = args.orderBy ?? DEFAULT_SORT;
     const filter = checkFilter(args.filter);
     const fingerprint = fingerprintOf([filter, sort.field, sort.direction]);
-    const plain = fingerprintOf([{}, DEFAULT_SORT.field, DEFAULT_SORT.direction]);
-    const after = position(args.after, 'after', fingerprint, plain);
-    const before = position(args.before, 'before', fingerprint, plain);
+    const after = position(args.after, 'after', fingerprint);
+    const before = position(args.before, 'before', fingerprint);
 
     const wanted = [filter.customerId, scope.customerId].filter((id) => id !== undefined);
     const own = isStaff(user) ? undefined : await customers.idFor(user);
@@ -195,16 +197,25 @@ export function createOrderListing(deps: { orders: OrderRepository; customers: C
     const cursorOf = (p: Position) => encodeOrderCursor(p, fingerprint);
     const start = edges[0];
     const end = edges.at(-1);
+    // Cursors are made only when asked for: a page read through `nodes` needs none.
     return {
-      edges: edges.map((e) => ({ cursor: cursorOf(e.position), node: e.order })),
+      get edges() {
+        return edges.map((e) => ({ cursor: cursorOf(e.position), node: e.order }));
+      },
       orders: edges.map((e) => e.order),
       pageInfo: {
         hasNextPage: backward ? behind : more,
         hasPreviousPage: backward ? more : behind,
-        startCursor: start ? cursorOf(start.position) : null,
-        endCursor: end ? cursorOf(end.position) : null,
+        get startCursor() {
+          return start ? cursorOf(start.position) : null;
+        },
+        get endCursor() {
+          return end ? cursorOf(end.position) : null;
+        },
       },
-      backwardCursor: start ? encodeOrderCursor(start.position, fingerprint, true) : null,
+      get backwardCursor() {
+        return start ? encodeOrderCursor(start.position, fingerprint, true) : null;
+      },
       totalCount: () => orders.count(scanned, TOTAL_COUNT_BOUND),
     };
   }
