@@ -348,7 +348,7 @@ export type Query = {
   /**
    * Orders as a Relay connection: all orders for staff, the caller's own for a customer (a customer's
    * `filter.customerId` naming someone else finds nothing). Pages are keyset pages, the same cost at any
-   * depth. Give `first` (with `after`) or `last` (with `before`), 1 to 100, not both; neither means
+   * depth. Give `first` (with `after`) or `last` (with `before`), 0 to 100, not both; neither means
    * `first: 20`. A cursor works only with the filter and order it was issued for. Needs `orders:read`.
    */
   orders: OrderConnection;
