@@ -455,6 +455,12 @@ describe('orders as connections, on GraphQL and REST', () => {
       ['?status=paid&status=shipped', '/status', 'must be given once (statuses: comma-separated, status=paid,shipped)'],
       ['?created%5Bgte%5D=yesterday', '/created[gte]', 'must be an RFC 3339 date-time such as 2026-11-22T09:30:00Z'],
       ['?order=total', '/order', 'must be one of created_at, -created_at, updated_at, -updated_at'],
+      ['?order=toString', '/order', 'must be one of created_at, -created_at, updated_at, -updated_at'],
+      [
+        '?__proto__=x',
+        '/__proto__',
+        'is not a parameter of this list; it takes limit, cursor, status, created[gte], created[lt], customer_id, sku, order',
+      ],
       ['?customer_id=alice', '/customer_id', 'must be a customer id such as cus_01jd…'],
       ['?limit=0', '/limit', 'must be a whole number from 1 to 100'],
       ['?cursor=abc', '/cursor', 'is not a cursor this API issued'],

@@ -77,7 +77,8 @@ export function parseListQuery(query: Record<string, unknown>): ConnectionArgs {
   }
   let sort: ConnectionArgs['orderBy'] = null;
   if (values.order !== undefined) {
-    sort = SORTS[values.order as keyof typeof SORTS];
+    // Own members only: `order=toString` must not find Object.prototype's.
+    sort = Object.hasOwn(SORTS, values.order) ? SORTS[values.order as keyof typeof SORTS] : null;
     if (!sort) throw refuse('order', `must be one of ${Object.keys(SORTS).join(', ')}`);
   }
   const cursor = values.cursor === undefined ? null : decodeOrderCursor(values.cursor);
