@@ -9,7 +9,7 @@ import { createAuthentication, sessionsAdmittedBy } from './auth/credentials.js'
 import { createDpopProofVerifier } from './auth/dpop.js';
 import type { EmbeddedIdpOptions } from './auth/embeddedIdp.js';
 import { createSessionStore, deleteExpiredSessions } from './auth/sessions.js';
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 import { createDirectoryAccess } from './domain/directoryAccess.js';
 import type { EventChannel } from './domain/ports.js';
 import { createServices } from './domain/services.js';

@@ -9,7 +9,7 @@ import express, { type Request, type Response } from 'express';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { Authentication } from '../../auth/credentials.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import { createContext, type Context } from '../../context.js';
 import type { Services } from '../../domain/services.js';
 import {
