@@ -55,7 +55,8 @@ function boundWindow(what: string) {
       stalls.disable();
       const elapsed = performance.now() - start;
       // Every tick records its whole interval: what each took past the resolution is time the process stood still.
-      const stalled = Math.max(0, (stalls.mean * stalls.count) / 1e6 - stalls.count * STALL_RESOLUTION_MS);
+      const ticks = stalls.count;
+      const stalled = ticks ? Math.max(0, (stalls.mean * ticks) / 1e6 - ticks * STALL_RESOLUTION_MS) : 0;
       assert.ok(
         elapsed - stalled <= BOUND_MS,
         `${what}: ${elapsed.toFixed(0)} ms after the write, of which this process stood still ${stalled.toFixed(0)} ms`,
