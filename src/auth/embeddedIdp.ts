@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import Provider, { errors, interactionPolicy } from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { Database } from '../store/db.js';
-import { PostgresAdapter, sweepExpiredModels } from '../store/idp.js';
+import { PostgresAdapter } from '../store/idp.js';
 import { ACR } from '../domain/policy.js';
 import { accountRoutes } from './idp/account.js';
 import { assetRoutes } from './idp/assets.js';
@@ -63,7 +63,6 @@ export interface EmbeddedIdpOptions {
 const API_SCOPES = 'orders:read orders:write';
 const HOUR = 60 * 60;
 const DAY = 24 * HOUR;
-const SWEEP_INTERVAL_MS = 15 * 60 * 1000;
 
 const ERROR_EVENTS = [
   'authorization.error',
@@ -357,12 +356,6 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
   router.use('/me', twins.middleware());
   router.use(provider.callback());
 
-  const sweep = () =>
-    sweepExpiredModels(db).catch((err: unknown) => logger.warn({ err }, 'embedded IdP: sweeping expired state failed'));
-  await sweep();
-  const sweeper = setInterval(sweep, SWEEP_INTERVAL_MS);
-  sweeper.unref();
-
   logger.info({ issuer }, 'embedded IdP ready');
 
   return {
@@ -370,7 +363,6 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
     publicJwks: toPublicJwks(secrets.signingKeys),
     issuer,
     async close() {
-      clearInterval(sweeper);
       provider.removeAllListeners();
     },
   };

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
 import type { Database } from '../store/db.js';
 import { databaseReplayStore, redisReplayStore } from '../store/dpopReplay.js';
+import { sweepExpiredModels } from '../store/idp.js';
 import { reportAcrSupport } from './acrSupport.js';
 import { createTokenVerifier, discoveredJwks } from './bearer.js';
 import { browserLoginFor } from './browserLogin.js';
@@ -78,8 +79,8 @@ export async function createAuth(deps: {
     /** The directory's own client (SCIM), which the directory does not judge. */
     directoryClient: createAuthentication(verifier),
     login: browserLoginFor(config, issuer, verifier),
-    /** The expired rows auth keeps, for the one sweeper. */
-    sweeps: { sessions: deleteExpiredSessions },
+    /** The expired rows auth keeps (sessions, and the embedded IdP's state when it runs), for the one sweeper. */
+    sweeps: { sessions: deleteExpiredSessions, ...(idp ? { idpState: sweepExpiredModels } : {}) },
     /** Settles once an external issuer's support for the step-up acr values has been checked (and logged). */
     acrSupportChecked,
     async close() {
