@@ -1,8 +1,9 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { DirectoryChanges, DirectoryFeed } from '../domain/ports.js';
+import { z } from 'zod';
+import type { DirectoryChanges, DirectoryFeed, DirectoryUserState } from '../domain/ports.js';
+import type { Queryable } from './db.js';
 import type { Database } from './db.js';
-import { directoryRevision, directoryUserStates, staffKeys } from './directory.js';
 import { createNudgedPoll } from './nudgedPoll.js';
 
 /**
@@ -61,4 +62,65 @@ export async function createDirectoryFeed(deps: {
     },
     close: () => feed.close(),
   };
+}
+
+const StateRow = z.object({
+  id: z.string(),
+  external_id: z.string().nullable(),
+  active: z.boolean(),
+  tokens_valid_after: z.string().nullable(),
+});
+
+function toUserState(row: unknown): DirectoryUserState {
+  const r = StateRow.parse(row);
+  return {
+    id: r.id,
+    key: r.external_id,
+    active: r.active,
+    tokensValidAfter: r.tokens_valid_after === null ? null : Date.parse(r.tokens_valid_after),
+  };
+}
+
+/** The last directory revision: a replica that has read every change up to it has nothing to catch up. */
+export async function directoryRevision(db: Queryable): Promise<string> {
+  const [row] = await db.query(`select revision from directory_state where id = 1`);
+  return String((row as { revision: unknown }).revision);
+}
+
+/**
+ * Users written after `revision` (all of them with `afterRevision` null: then only those that refuse someone), in
+ * revision order.
+ */
+export async function directoryUserStates(db: Queryable, afterRevision: string | null): Promise<DirectoryUserState[]> {
+  const rows =
+    afterRevision === null
+      ? await db.query(
+          `select id, external_id, active, tokens_valid_after from directory_users
+           where external_id is not null and (not active or tokens_valid_after is not null)`,
+        )
+      : await db.query(
+          // A key that left a user (keepRefusing) is read after that user's row of the same revision.
+          `select id, external_id, active, tokens_valid_after from directory_users
+           where revision > $1 order by revision, deleted_at is not null`,
+          [afterRevision],
+        );
+  return rows.map(toUserState);
+}
+
+/** The directory keys of the staff group's members, or null when the directory has no such group. */
+export async function staffKeys(db: Queryable, staffGroup: string): Promise<Set<string> | null> {
+  const rows = await db.query(
+    `select u.external_id from directory_groups g
+     left join directory_members m on m.group_id = g.id
+     left join directory_users u on u.id = m.user_id and u.deleted_at is null
+     where lower(g.display_name) = lower($1)`,
+    [staffGroup],
+  );
+  if (!rows.length) return null;
+  const keys = new Set<string>();
+  for (const row of rows) {
+    const key = (row as { external_id: string | null }).external_id;
+    if (key !== null) keys.add(key);
+  }
+  return keys;
 }
