@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { httpUrl, optionalString, valueOf, type Concern } from './values.js';
+import { httpUrl, notAbove, optionalString, type Concern } from './values.js';
 
 export const NODE_ENV = z.enum(['development', 'test', 'production']).default('development');
 /** NODE_ENV as another concern reads it: a malformed one is reported once, here. */
@@ -61,11 +61,11 @@ export const http = {
     /** One budget of points per client per window, spent by GraphQL cost and REST prices. */
     rateLimit: { points: e.RATE_LIMIT_POINTS, windowSeconds: e.RATE_LIMIT_WINDOW_S },
   })),
-  rules: (raw) => {
-    const idle = valueOf(env.BODY_IDLE_TIMEOUT_S, raw.BODY_IDLE_TIMEOUT_S);
-    const request = valueOf(env.REQUEST_TIMEOUT_S, raw.REQUEST_TIMEOUT_S);
-    return idle !== undefined && request !== undefined && idle > request
-      ? ['BODY_IDLE_TIMEOUT_S: must not exceed REQUEST_TIMEOUT_S (a request is cut at that time anyway)']
-      : [];
-  },
+  rules: (raw) =>
+    notAbove(
+      raw,
+      ['BODY_IDLE_TIMEOUT_S', env.BODY_IDLE_TIMEOUT_S],
+      ['REQUEST_TIMEOUT_S', env.REQUEST_TIMEOUT_S],
+      ' (a request is cut at that time anyway)',
+    ),
 } satisfies Concern<z.ZodType>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { httpUrl, milliseconds, optionalString, trueOrFalse, valueOf, type Concern } from './values.js';
+import { httpUrl, milliseconds, notAbove, optionalString, trueOrFalse, type Concern } from './values.js';
 
 /** `key=value` pairs separated by commas, values percent-encoded (W3C Baggage's format, as OTEL_RESOURCE_ATTRIBUTES). */
 function keyValuePairs(name: string) {
@@ -117,11 +117,11 @@ export const tracing = {
       },
     };
   }),
-  rules: (raw) => {
-    const batch = valueOf(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, raw.OTEL_BSP_MAX_EXPORT_BATCH_SIZE);
-    const queue = valueOf(env.OTEL_BSP_MAX_QUEUE_SIZE, raw.OTEL_BSP_MAX_QUEUE_SIZE);
-    return batch !== undefined && queue !== undefined && batch > queue
-      ? ['OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE']
-      : [];
-  },
+  rules: (raw) =>
+    notAbove(
+      raw,
+      ['OTEL_BSP_MAX_EXPORT_BATCH_SIZE', env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE],
+      ['OTEL_BSP_MAX_QUEUE_SIZE', env.OTEL_BSP_MAX_QUEUE_SIZE],
+      '',
+    ),
 } satisfies Concern<z.ZodType>;

@@ -49,6 +49,21 @@ export function valueOf<T extends z.ZodType>(model: T, raw: string | undefined):
   return parsed.success ? parsed.data : undefined;
 }
 
+/**
+ * The rule that one setting must not exceed another, read from the raw environment with each model's own default;
+ * compared only when both are valid.
+ */
+export function notAbove(
+  env: NodeJS.ProcessEnv,
+  [small, smallModel]: readonly [string, z.ZodType<number | undefined>],
+  [large, largeModel]: readonly [string, z.ZodType<number | undefined>],
+  why: string,
+): string[] {
+  const a = valueOf(smallModel, env[small]);
+  const b = valueOf(largeModel, env[large]);
+  return a !== undefined && b !== undefined && a > b ? [`${small}: must not exceed ${large}${why}`] : [];
+}
+
 /** What every concern's module gives the loader: its model over the environment and its rules between settings. */
 export interface Concern<T extends z.ZodType> {
   readonly model: T;
