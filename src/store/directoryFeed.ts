@@ -49,6 +49,7 @@ export async function createDirectoryFeed(deps: {
     logger,
     channel: `orders-api:${db.identity}:directory`,
     what: 'directory changes',
+    role: 'directory subscriber',
     poll: { withoutRedisMs: DIRECTORY_POLL_MS, redisDownMs: DIRECTORY_POLL_MS, redisUpMs: SAFETY_POLL_MS },
     // A message only says that something changed: the database says what.
     catchUp: () => catchUp(),

@@ -75,6 +75,7 @@ export async function createEventBus(deps: {
     logger,
     channel: `orders-api:${db.identity}:events`,
     what: 'order events',
+    role: 'subscriber',
     poll: { withoutRedisMs: pollMs, redisDownMs: Math.min(pollMs, DEGRADED_POLL_MS), redisUpMs: pollMs },
     catchUp: step,
   });

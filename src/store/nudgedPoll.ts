@@ -36,11 +36,13 @@ export async function createNudgedPoll(deps: {
   channel: string;
   /** What the feed carries, for its log lines ("order events", "directory changes"). */
   what: string;
+  /** Its Redis connection's role in the connection log lines (operators and tests read them). */
+  role: string;
   poll: PollIntervals;
   /** Reads and hands on what this replica has not seen yet. */
   catchUp: (message: string | null) => Promise<void>;
 }): Promise<NudgedPoll> {
-  const { redis, logger, channel, what, poll, catchUp } = deps;
+  const { redis, logger, channel, what, role, poll, catchUp } = deps;
 
   let tail: Promise<void> = Promise.resolve();
   let waiting: Promise<void> | null = null;
@@ -59,7 +61,7 @@ export async function createNudgedPoll(deps: {
   let subscriber: Redis | undefined;
   if (redis) {
     subscriber = redis.duplicate();
-    watchConnection(subscriber, logger, `${what} subscriber`);
+    watchConnection(subscriber, logger, role);
     const sub = subscriber;
     sub.on('ready', () => {
       sub.subscribe(channel).then(
