@@ -110,11 +110,16 @@ export function createProvisioning(deps: { storage: Storage; feed: DirectoryFeed
     }
   }
 
-  /** Sessions of someone who is (now) inactive end with the write that made them so. */
+  /**
+   * Sessions of someone who is (now) inactive end with the write that made them so: those signed in under the key
+   * they had before it (the one their sessions carry) and under the key they have after it.
+   */
   async function endSessions(tx: DirectoryRepository, before: DirectoryUser | null, after: DirectoryUser) {
-    if (after.active || after.externalId === null) return;
-    if (before && !before.active && before.externalId === after.externalId) return;
-    await tx.revokeSessionsOf(after.externalId);
+    if (after.active) return;
+    for (const key of new Set([before?.externalId ?? null, after.externalId])) {
+      if (key === null || (before && !before.active && before.externalId === key)) continue;
+      await tx.revokeSessionsOf(key);
+    }
   }
 
   async function membersExist(tx: DirectoryRepository, ids: readonly string[]) {
@@ -173,9 +178,10 @@ export function createProvisioning(deps: { storage: Storage; feed: DirectoryFeed
         const input = change(current);
         checkUser(input);
         await uniqueUser(tx, input, id);
-        // The deny list is keyed by what tokens carry: a key leaving a refused user stays refused.
+        // The deny list is keyed by what tokens and sessions carry: the key leaving the user keeps refusing what the
+        // user refuses after this write (a rename or removal of externalId with active:false, a PUT without it).
         if (current.externalId !== null && input.externalId !== current.externalId) {
-          await tx.keepRefusing(id, newId('usr'), revision);
+          await tx.keepRefusing(id, newId('usr'), revision, input.active);
         }
         const user = (await tx.updateUser(id, input, revision))!;
         await endSessions(tx, current, user);
