@@ -254,6 +254,36 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     assert.equal(listed.body.totalResults, 1);
   });
 
+  test('userName is kept in NFKC without default-ignorable code points: an invisible or fullwidth twin is 409 uniqueness', async () => {
+    const userName = unique('twin');
+    const first = await create(userName);
+    const [local, domain] = userName.split('@') as [string, string];
+    const fullwidth = [...local].map((c) => String.fromCodePoint(c.codePointAt(0)! + 0xfee0)).join('');
+    const twins = [
+      `${userName}\u200b`,
+      `\ufeff${userName}`,
+      `${local.slice(0, 3)}\u00ad${local.slice(3)}@${domain}`,
+      `${fullwidth}@${domain}`,
+    ];
+    for (const twin of twins) {
+      assertScimError(await dir.post('/Users', userBody(twin)), 409, 'uniqueness');
+      const other = await create();
+      assertScimError(
+        await dir.patch(`/Users/${other.id}`, [{ op: 'replace', path: 'userName', value: twin }]),
+        409,
+        'uniqueness',
+      );
+    }
+    // Stored in its canonical form; one that is nothing but invisible code points is empty.
+    const fresh = unique('plain');
+    const created = await create(`\u200b${fresh.toUpperCase().replace('@', '\u00ad@')}`);
+    assert.equal(created.userName, fresh.toUpperCase());
+    assertScimError(await dir.post('/Users', userBody('\u200b\u2060')), 400, 'invalidValue');
+    // No-break space is white space under NFKC: the white-space rule applies.
+    assertScimError(await dir.post('/Users', userBody(`${unique('nbsp')}\u00a0`)), 400, 'invalidValue');
+    assert.equal(((await dir.get(`/Users/${first.id}`).expect(200)).body as ScimUser).userName, userName);
+  });
+
   test('lists filter by userName, externalId and id (with and, or, not), page by startIndex and count', async () => {
     const tag = `page-${randomUUID().slice(0, 8)}`;
     const users: ScimUser[] = [];

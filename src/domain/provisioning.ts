@@ -43,6 +43,14 @@ function text(value: string | null, attribute: string, { required = false } = {}
   if (value.length > MAX_TEXT) throw invalidValue(`${attribute} is longer than ${MAX_TEXT} characters.`);
 }
 
+/**
+ * The userName as it is kept and compared: NFKC (a fullwidth or compatibility form is its plain twin) without the
+ * code points Unicode says to ignore in display (zero-width space, BOM, soft hyphen...), so that a name cannot be
+ * made unique by what no one sees (UTS #39's confusable twins of this kind).
+ */
+export const canonicalUserName = (userName: string) =>
+  userName.normalize('NFKC').replace(/\p{Default_Ignorable_Code_Point}/gu, '');
+
 function checkUser(input: DirectoryUserInput): void {
   text(input.userName, 'userName', { required: true });
   // Okta and Entra send sign-in names trimmed; one that is not would be unique only by its white space.
@@ -136,7 +144,8 @@ export function createProvisioning(deps: { storage: Storage; feed: DirectoryFeed
   }
 
   const users = {
-    async create(input: DirectoryUserInput): Promise<DirectoryUser> {
+    async create(given: DirectoryUserInput): Promise<DirectoryUser> {
+      const input = { ...given, userName: canonicalUserName(given.userName) };
       checkUser(input);
       return committed(async (tx, revision) => {
         await uniqueUser(tx, input, null);
@@ -175,7 +184,8 @@ export function createProvisioning(deps: { storage: Storage; feed: DirectoryFeed
         const current = await tx.findUser(id);
         if (!current) throw notFound('User', id);
         if (!tagMatches(precondition, entityTag(current))) throw preconditionFailed();
-        const input = change(current);
+        const changed = change(current);
+        const input = { ...changed, userName: canonicalUserName(changed.userName) };
         checkUser(input);
         await uniqueUser(tx, input, id);
         // The deny list is keyed by what tokens and sessions carry: the key leaving the user keeps refusing what the
