@@ -954,23 +954,43 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     assert.equal(crowded.meta.version, `"${crowd.body.id}.v21"`);
   });
 
-  test('failed attempts spend the client address rate budget: 50 fail with 401, then 429 even for the right token', async () => {
+  test("failed attempts spend the address's SCIM budget: the 50th is 401, the 51st 429, while the directory's own token goes on", async () => {
     const ip = ipOf();
-    const wrong = directory(server.url, { token: 'not-the-directory-secret', ip });
-    for (let i = 0; i < 50; i++) assertScimError(await wrong.get('/Users'), 401);
-    const refused = await wrong.get('/Users');
+    const wrong = (n: number) => directory(server.url, { token: `wrong${n}`, ip });
+    for (let i = 0; i < 49; i++) assertScimError(await wrong(i).get('/Users'), 401);
+    const user = await create();
+    // The directory's credential from the same address, between the failures and after them, is never refused.
+    await directory(server.url, { ip }).get('/Users?count=0').expect(200);
+    assertScimError(await wrong(49).get('/Users'), 401);
+    const refused = await wrong(50).get('/Users');
     assertScimError(refused, 429);
     assert.match(refused.headers['retry-after']!, /^\d+$/);
     assert.match(refused.headers['ratelimit']!, /^"orders";r=0;t=\d+$/);
-    // Refused before the credential is compared: the right one from that address is refused too, for now.
-    assertScimError(await directory(server.url, { ip }).get('/Users'), 429);
+    // The guesser stays stopped, whatever it sends: no credential, a malformed one, a person's token.
+    assertScimError(await server.http.get('/scim/v2/Users').set('x-forwarded-for', ip), 429);
+    const from = directory(server.url, { ip });
+    await from.get('/Users?count=0').expect(200);
+    const patched = await from.patch(`/Users/${user.id}`, [{ op: 'replace', path: 'displayName', value: 'Still' }]);
+    assert.equal(patched.status, 200, patched.text);
     // Another address is not affected.
-    await directory(server.url, { ip: ipOf() }).get('/Users?count=0').expect(200);
+    assertScimError(await wrong(51).get('/Users').set('x-forwarded-for', ipOf()), 401);
 
     // 60 at once from one address: exactly 50 are let through to fail, the rest are 429.
     const busy = directory(server.url, { token: 'still-not-the-secret', ip: ipOf() });
     const answers = await Promise.all(Array.from({ length: 60 }, () => busy.get('/Users')));
     assert.deepEqual(answers.map((a) => a.status).sort(), [...Array(50).fill(401), ...Array(10).fill(429)]);
+  });
+
+  test("a person's valid token without the scim scope spends that person's budget, not the directory's address's", async () => {
+    const ip = ipOf();
+    const bob = directory(server.url, { token: await server.token('bob'), ip });
+    for (let i = 0; i < 50; i++) assertScimError(await bob.get('/Users'), 403, undefined);
+    assertScimError(await bob.get('/Users'), 429);
+    // From another address too: the budget is bob's.
+    assertScimError(await bob.get('/Users').set('x-forwarded-for', ipOf()), 429);
+    // The address has spent nothing: a wrong credential from it is still a plain 401, and the directory is answered.
+    assertScimError(await directory(server.url, { token: 'wrong', ip }).get('/Users'), 401);
+    await directory(server.url, { ip }).get('/Users?count=0').expect(200);
   });
 
   test("anonymous sign-in starts from the directory's address do not lock the directory out: SCIM has its own budget", async () => {
