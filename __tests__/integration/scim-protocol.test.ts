@@ -650,6 +650,61 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     assert.equal(timedOut.status, '408');
   });
 
+  test("a PATCH's value filters make at most 500,000 comparisons against a group's members: at it they apply, one past it is 400 tooMany, refused before any of it runs; Okta's exact removals are not counted", async () => {
+    const users: ScimUser[] = [];
+    for (let batch = 0; batch < 10; batch++)
+      users.push(...(await Promise.all(Array.from({ length: 25 }, () => create()))));
+    const group = await dir.post('/Groups', {
+      schemas: [GROUP_SCHEMA],
+      displayName: unique('big-group'),
+      members: users.map((u) => ({ value: u.id })),
+    });
+    assert.equal(group.status, 201, group.text);
+    const id = (group.body as { id: string }).id;
+    // 20 comparisons against 250 members is 5,000 an operation: 100 of them are the bound exactly.
+    const filterOf = (user: ScimUser, comparisons: number) =>
+      [...Array.from({ length: comparisons - 1 }, (_, i) => `value eq "nobody-${i}"`), `value eq "${user.id}"`].join(
+        ' or ',
+      );
+    const ops = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        op: 'replace',
+        path: `members[${filterOf(users[i]!, 20)}]`,
+        value: { value: users[i]!.id },
+      }));
+    const edge = await dir.patch(`/Groups/${id}`, ops(100));
+    assert.equal(edge.status, 200, edge.text);
+    assert.equal((edge.body as ScimGroup).members!.length, 250);
+    const version = (edge.body as ScimGroup).meta.version;
+
+    // One comparison more: refused, counted before any operation runs, so nothing of it is applied.
+    const past = await dir.patch(`/Groups/${id}`, [
+      ...ops(100),
+      { op: 'replace', path: `members[${filterOf(users[0]!, 1)}]`, value: { value: users[0]!.id } },
+    ]);
+    const refused = assertScimError(past, 400, 'tooMany');
+    assert.match(refused.detail, /at most 500000 comparisons .*these could make 500250\./);
+    // The issue's shape (a thousand add operations of filters that match nothing) is refused the same way, and
+    // /healthz, asked at the same time, is answered.
+    const adds = Array.from({ length: 1000 }, (_, i) => ({
+      op: 'add',
+      path: `members[${Array.from({ length: 5 }, (_, j) => `value co "!${j}"`).join(' or ')}]`,
+      value: { value: users[i % 250]!.id },
+    }));
+    const [flood, healthz] = await Promise.all([dir.patch(`/Groups/${id}`, adds), server.http.get('/healthz')]);
+    assertScimError(flood, 400, 'tooMany');
+    assert.equal(healthz.status, 200);
+    assert.equal(((await dir.get(`/Groups/${id}`).expect(200)).body as ScimGroup).meta.version, version);
+
+    // Okta's removals by exact value are a plain scan, not counted: with the bound's worth of filters before them,
+    // they take every member out.
+    const removals = users.map((u) => ({ op: 'remove', path: `members[value eq "${u.id}"]` }));
+    const emptied = await dir.patch(`/Groups/${id}`, [...ops(100), ...removals]);
+    assert.equal(emptied.status, 200, emptied.text);
+    assert.deepEqual((emptied.body as ScimGroup).members, []);
+    assertScimError(await dir.patch(`/Groups/${id}`, removals.slice(0, 1)), 400, 'noTarget');
+  });
+
   test('a PATCH carries at most 1,000 operations: 1,000 apply, 1,001 and 10,000 are 413', async () => {
     const user = await create();
     const ops = (n: number) =>
