@@ -112,11 +112,11 @@ export interface DirectoryRepository {
   /** Inserts the user, replacing a deleted one with the same externalId; an inactive one is refused from now. */
   insertUser(id: string, input: DirectoryUserInput, revision: string): Promise<DirectoryUser>;
   /**
-   * When the user's externalId is about to change: keeps refusing the tokens its current key refuses now, as a
-   * deleted row of that key with the new `id` (all of them while the user is inactive, else those issued before its
-   * last deactivation). Nothing when the user refuses nothing.
+   * When the user's externalId is about to change: keeps refusing under its current key what the user refuses once
+   * this write is done (`activeAfter`), as a deleted row of that key with the new `id`: all of its tokens when the
+   * user is or becomes inactive, else those issued before its last deactivation. Nothing when that refuses nothing.
    */
-  keepRefusing(userId: string, id: string, revision: string): Promise<void>;
+  keepRefusing(userId: string, id: string, revision: string, activeAfter: boolean): Promise<void>;
   /**
    * Replaces the user's attributes; going inactive refuses tokens issued before now, even after reactivation. A
    * deleted row with the new externalId is what the user takes over: the tokens it refused stay refused.
