@@ -604,16 +604,19 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
       const session = (await sessionOf(browser, lenientBase))!;
       assert.equal(session.acr, MFA);
       const { html, csrf } = await accountPage(browser, lenientBase);
-      const lenientOrigin = new URL(lenientBase).origin;
-      const response = new SoftAuthenticator(lenientOrigin).register(webauthnOptions<CreationOptions>(html));
+      const options = webauthnOptions<CreationOptions>(html);
+      // The same new passkey, as the browser would answer on each replica's page (the origin is part of the answer).
+      const [lenientOrigin, strictOrigin] = [new URL(lenientBase).origin, new URL(strictBase).origin];
+      const passkey = new SoftAuthenticator(strictOrigin);
+      const forStrict = passkey.register(options);
+      const forLenient = passkey.register(options, { origin: lenientOrigin });
       // Until the server's clock, which wrote auth_time in whole seconds, is 2 s past it: over 1 s old however rounded.
       const olderThanOneSecond = Date.parse(session.authTime!) + 2000;
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, olderThanOneSecond - Date.now()) + 50));
 
-      const strictOrigin = new URL(strictBase).origin;
       const stale = await browser.post(
         `${strictBase}/idp/account/passkeys`,
-        { csrf, response },
+        { csrf, response: forStrict },
         { origin: strictOrigin },
       );
       assert.equal(stale.status, 401);
@@ -640,7 +643,7 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
 
       const fresh = await browser.post(
         `${lenientBase}/idp/account/passkeys`,
-        { csrf, response },
+        { csrf, response: forLenient },
         { origin: lenientOrigin },
       );
       const accepted = await fresh.text();
