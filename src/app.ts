@@ -199,6 +199,8 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
         logger: logger.child({ component: 'idp' }),
         redis,
         signinLockSeconds: config.signin.lockSeconds,
+        // Changing factors needs a sign-in as recent as a staff change does.
+        factorChangeMaxAgeSeconds: config.stepUp?.maxAgeSeconds,
         nodeEnv: config.nodeEnv,
       });
   const issuer = config.oidc.issuer ?? idp!.issuer;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { decodeJwt } from 'jose';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
-import { totpCode } from '../helpers/secondFactor.js';
+import { enrolmentCode, totpCode } from '../helpers/secondFactor.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { artifactDir } from '../helpers/testRun.js';
 
@@ -212,7 +212,7 @@ describe('browser sign-in in headless Chromium', () => {
     await context.close();
   });
 
-  test('alice registers a passkey on the account page and signs in with it alone (CDP virtual authenticator)', async () => {
+  test('alice registers a passkey on the account page with the enrolment code her administrator issued, and signs in with it alone (CDP virtual authenticator)', async () => {
     const context: BrowserContext = await browser.newContext();
     const page = await context.newPage();
     const violations = cspViolations(page);
@@ -235,6 +235,11 @@ describe('browser sign-in in headless Chromium', () => {
       await page.getByTestId('passkey-count').innerText(),
       'None yet. A passkey signs you in by itself, or as the second factor after your password.',
     );
+    // Her first factor is bound with the code issued to her (out of band: here, by the test as her administrator).
+    await page
+      .locator('form:has([data-webauthn="register"])')
+      .getByLabel('Enrolment code from your administrator')
+      .fill(await enrolmentCode(base, 'alice'));
     await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Add a passkey' }).click()]);
     await assert.doesNotReject(page.getByTestId('message').waitFor());
     assert.equal(await page.getByTestId('message').innerText(), 'The passkey is registered.');
