@@ -316,6 +316,35 @@ describe('webhook endpoints: REST and GraphQL, ownership, limits, step-up and SS
     assert.equal(receiver.connections(), 0);
   });
 
+  test('IPv6 forms that embed a loopback IPv4 address (compatible, SIIT, mapped, NAT64, 6to4, Teredo) are refused', async () => {
+    for (const [host, address, form] of [
+      ['::7f00:1', '::7f00:1', 'IPv4-compatible'],
+      ['::ffff:0:7f00:1', '::ffff:0:7f00:1', 'IPv4-translated (SIIT)'],
+      ['::ffff:127.0.0.1', '::ffff:7f00:1', 'IPv4-mapped'],
+      ['64:ff9b::127.0.0.1', '64:ff9b::7f00:1', 'NAT64'],
+      ['2002:7f00:1::', '2002:7f00:1::', '6to4'],
+      ['2001:0:7f00:1::', '2001:0:7f00:1::', 'Teredo'],
+    ] as const) {
+      const res = await create(alice, { url: `http://[${host}]:${receiver.port}/hook`, events: ['order.created'] });
+      assert.equal(res.status, 422, res.text);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json; charset=utf-8');
+      const reason = `resolves to ${address}, the ${form} form of 127.0.0.1, a loopback address, which webhooks may not call`;
+      assert.deepEqual(res.json(), {
+        type: '/problems/invalid-input',
+        title: 'Invalid input',
+        status: 422,
+        detail: `/url: ${reason}`,
+        instance: '/v1/webhook-endpoints',
+        code: 'BAD_USER_INPUT',
+        errors: [{ pointer: '/url', reason }],
+      });
+    }
+    const publicOne = await create(alice, { url: 'http://[64:ff9b::203.0.113.10]/hook', events: ['order.created'] });
+    assert.equal(publicOne.status, 201, publicOne.text);
+    assert.equal(sockets, 0);
+    assert.equal(receiver.connections(), 0);
+  });
+
   test('a name that resolves to loopback at send time (DNS rebinding) is refused before any socket is opened', async () => {
     rebindTo = '203.0.113.12';
     const created = await create(alice, { url: `http://rebind.test:${receiver.port}/hook`, events: ['order.created'] });
