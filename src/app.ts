@@ -156,6 +156,7 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
     pollMs: webhookConfig.pollMs,
     concurrency: webhookConfig.concurrency,
     perEndpoint: webhookConfig.endpointConcurrency,
+    perOwner: webhookConfig.ownerConcurrency,
     disableAfterMs: webhookConfig.disableAfterSeconds * 1000,
     logger: logger.child({ component: 'webhooks' }),
     metrics: {

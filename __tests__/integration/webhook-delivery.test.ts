@@ -7,7 +7,7 @@ import { webhookReceiver, type OrderWebhook } from '../../examples/webhook-recei
 import { eventually } from '../helpers/load.js';
 import { rest } from '../helpers/openapi.js';
 import { directory, SCIM_TOKEN, userBody } from '../helpers/scim.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
 import { idpSignedToken } from '../helpers/tokens.js';
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhookReceiver.js';
 
@@ -197,9 +197,10 @@ describe('webhook delivery to a receiver on loopback', () => {
 
   test('500, 500, then 200: three attempts with one webhook-id on the schedule, and the log shows them', async () => {
     const hooks = await receiver();
-    const endpoint = await createEndpoint(alice, hooks.url, ['order.created']);
+    const owner = await idpSignedToken(server, { sub: `retried-${randomUUID()}`, expiresIn: 600 });
+    const endpoint = await createEndpoint(owner, hooks.url, ['order.created']);
     hooks.answer({ status: 500 }, { status: 500 }, { status: 200 });
-    const orderId = await placeOrder(alice);
+    const orderId = await placeOrder(owner);
     const got = (await hooks.waitFor((all) => all.filter(about(orderId)).length >= 3)).filter(about(orderId));
     assert.equal(got.length, 3);
     assert.equal(new Set(got.map((m) => m.id)).size, 1, 'the same webhook-id on every attempt');
@@ -210,7 +211,7 @@ describe('webhook delivery to a receiver on loopback', () => {
         `attempt ${i + 1} came ${got[i]!.at - got[i - 1]!.at} ms after the one before; the schedule says ${SCHEDULE_S[i]} s`,
       );
     }
-    const logged = await logOnce(alice, endpoint.id, got[0]!.id, (d) => d.status === 'delivered');
+    const logged = await logOnce(owner, endpoint.id, got[0]!.id, (d) => d.status === 'delivered');
     assert.equal(logged.type, 'order.created');
     assert.deepEqual(
       logged.attempts.map((a) => [a.status_code, a.error]),
@@ -225,22 +226,26 @@ describe('webhook delivery to a receiver on loopback', () => {
     assert.ok((await server.counter('webhook_deliveries_total{result="http_error"}')) >= 2);
     assert.ok((await server.counter('webhook_deliveries_total{result="success"}')) >= 1);
     assert.ok((await server.counter('webhook_delivery_seconds_count')) >= 3);
-    assert.ok((await server.counter('webhook_backlog')) >= 0);
+    // Nothing is due any more (the message is delivered, every other one of this order too): no backlog.
+    assert.equal(await server.counter('webhook_backlog'), 0);
   });
 
-  test('a slow receiver holds only its own endpoint: at most 4 attempts at once there, the others go on', async () => {
+  test('a slow receiver holds only its own endpoint: exactly 4 attempts at once there, the others go on', async () => {
     const [slow, fast] = [await receiver(), await receiver()];
-    await createEndpoint(alice, slow.url, ['order.created']);
-    await createEndpoint(alice, fast.url, ['order.created']);
+    const owner = await idpSignedToken(server, { sub: `slow-${randomUUID()}`, expiresIn: 600 });
+    await createEndpoint(owner, slow.url, ['order.created']);
+    await createEndpoint(owner, fast.url, ['order.created']);
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     slow.answer(...Array.from({ length: 6 }, () => ({ holdUntil: held })));
-    const orders = await Promise.all(Array.from({ length: 6 }, () => placeOrder(alice)));
+    const orders = await Promise.all(Array.from({ length: 6 }, () => placeOrder(owner)));
+    // Six messages are due there at once: the endpoint's bound is reached, and the other two wait.
+    await slow.waitFor((all) => all.length === 4, 'four attempts at the slow receiver');
+    assert.equal(slow.inFlight(), 4);
     await fast.waitFor((all) => orders.every((id) => all.some(about(id))), 'every order at the fast receiver');
-    assert.ok(slow.maxInFlight() <= 4, `${slow.maxInFlight()} attempts at once at the slow receiver`);
     release();
     await slow.waitFor((all) => orders.every((id) => all.some(about(id))), 'every order at the slow one, later');
-    assert.ok(slow.maxInFlight() <= 4, `${slow.maxInFlight()} attempts at once at the slow receiver`);
+    assert.equal(slow.maxInFlight(), 4, `${slow.maxInFlight()} attempts at once at the slow receiver`);
   });
 
   test('retry sends a delivered message again with its webhook-id; ping sends a ping; both show in the log', async () => {
@@ -410,5 +415,82 @@ describe('webhook delivery to a receiver on loopback', () => {
       ['order.created'],
     );
     assert.equal(forDora.received.filter(about(orderId)).length, 1);
+  });
+});
+
+/**
+ * One owner's slow receiver against another owner's webhooks, on two replicas: each replica sends at most
+ * WEBHOOK_OWNER_CONCURRENCY attempts for one owner, so the other owner's message goes out while every one of the
+ * slow owner's connections is still held open.
+ */
+describe('webhook delivery: one owner cannot take every slot', () => {
+  const OWNER_CAP = 3;
+  let replicas: { a: TestServer; b: TestServer };
+  let slow: WebhookReceiver;
+  let fast: WebhookReceiver;
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+
+  beforeAll(async () => {
+    replicas = await startReplicas({
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      // Far longer than the test: the slow owner's attempts end only when the receiver lets them go.
+      WEBHOOK_TIMEOUT_MS: '60000',
+      WEBHOOK_POLL_MS: '100',
+      WEBHOOK_CONCURRENCY: '8',
+      WEBHOOK_ENDPOINT_CONCURRENCY: '4',
+      WEBHOOK_OWNER_CONCURRENCY: String(OWNER_CAP),
+    });
+    [slow, fast] = [await startWebhookReceiver(), await startWebhookReceiver()];
+  });
+  afterAll(async () => {
+    release();
+    if (replicas) await stopReplicas(replicas);
+    await Promise.all([slow?.close(), fast?.close()]);
+  });
+
+  test("bob's 5 endpoints at a receiver that holds every connection do not delay alice's webhook", async () => {
+    const { a, b } = replicas;
+    const bob = await idpSignedToken(a, { sub: `bob-${randomUUID()}`, expiresIn: 600 });
+    const alice = await idpSignedToken(a, { sub: `alice-${randomUUID()}`, expiresIn: 600 });
+    slow.answer(...Array.from({ length: 40 }, () => ({ holdUntil: held })));
+    for (let i = 0; i < 5; i++) {
+      const res = await rest(a.url, 'POST', '/webhook-endpoints', {
+        token: bob,
+        body: { url: slow.url, events: ['order.created'] },
+      });
+      assert.equal(res.status, 201, res.text);
+    }
+    const forAlice = await rest(b.url, 'POST', '/webhook-endpoints', {
+      token: alice,
+      body: { url: fast.url, events: ['order.created'] },
+    });
+    assert.equal(forAlice.status, 201, forAlice.text);
+    const place = async (server: TestServer, token: string) => {
+      const res = await rest(server.url, 'POST', '/orders', {
+        token,
+        body: { items: [{ sku: 'KB-001', qty: 1 }] },
+        headers: { 'idempotency-key': randomUUID() },
+      });
+      assert.equal(res.status, 201, res.text);
+      return res.json<{ id: string }>().id;
+    };
+    // 4 orders × 5 endpoints: 20 messages for bob, more than both replicas' 16 slots without an owner bound.
+    for (let i = 0; i < 4; i++) await place(i % 2 ? b : a, bob);
+    // Each replica holds exactly its owner bound of bob's attempts open at his receiver.
+    await slow.waitFor((all) => all.length === 2 * OWNER_CAP, "bob's attempts held on both replicas");
+    assert.equal(slow.inFlight(), 2 * OWNER_CAP);
+
+    const ofAlice = await place(b, alice);
+    const [got] = await fast.waitFor((all) => all.some((r) => r.payload.data.order?.id === ofAlice), "alice's", 15_000);
+    assert.equal(got!.payload.type, 'order.created');
+    // Alice's message went out while every one of bob's connections was still open, and no more of his were sent.
+    assert.equal(slow.inFlight(), 2 * OWNER_CAP);
+    assert.equal(slow.received.length, 2 * OWNER_CAP);
+    assert.equal(slow.maxInFlight(), 2 * OWNER_CAP);
+
+    release();
+    await slow.waitFor((all) => all.length === 20, "all of bob's messages, once let go", 15_000);
+    assert.equal(slow.maxInFlight(), 2 * OWNER_CAP, 'never more than the owner bound per replica');
   });
 });

@@ -252,12 +252,15 @@ export interface WebhookAttemptRecord {
 export interface WebhookQueue {
   /**
    * Claims up to `limit` due messages of enabled endpoints for `leaseMs` (skipping rows another replica holds), so
-   * that no endpoint has more than `perEndpoint` in flight here, counting those already `inFlight`.
+   * that no endpoint has more than `perEndpoint` in flight here, and no owner (subject) more than `perOwner`,
+   * counting those already in flight (`inFlight` by endpoint id, `ownersInFlight` by owner subject).
    */
   claim(opts: {
     readonly limit: number;
     readonly perEndpoint: number;
+    readonly perOwner: number;
     readonly inFlight: ReadonlyMap<string, number>;
+    readonly ownersInFlight: ReadonlyMap<string, number>;
     readonly leaseMs: number;
     readonly token: string;
   }): Promise<ClaimedWebhookMessage[]>;
