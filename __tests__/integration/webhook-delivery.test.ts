@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { webhookReceiver, type OrderWebhook } from '../../examples/webhook-receiver.js';
 import { eventually } from '../helpers/load.js';
-import { rest } from '../helpers/openapi.js';
+import { rest, type RestOptions } from '../helpers/openapi.js';
 import { directory, SCIM_TOKEN, userBody } from '../helpers/scim.js';
 import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
 import { idpSignedToken } from '../helpers/tokens.js';
@@ -25,6 +25,7 @@ interface Delivery {
 /** The short schedule this file runs on: an attempt at once, then after 1 s, then after 1 s more. */
 const SCHEDULE_S = [0, 1, 1];
 const TIMEOUT_MS = 1500;
+const MFA = 'urn:orders:acr:mfa';
 
 /**
  * Deliveries to real receivers on loopback (so private targets are allowed here), each verified with the
@@ -423,7 +424,7 @@ describe('webhook delivery to a receiver on loopback', () => {
  * WEBHOOK_OWNER_CONCURRENCY attempts for one owner, so the other owner's message goes out while every one of the
  * slow owner's connections is still held open.
  */
-describe('webhook delivery: one owner cannot take every slot', () => {
+describe('webhook delivery on two replicas: owner bounds, and an owner whose privileges change', () => {
   const OWNER_CAP = 3;
   let replicas: { a: TestServer; b: TestServer };
   let slow: WebhookReceiver;
@@ -440,6 +441,7 @@ describe('webhook delivery: one owner cannot take every slot', () => {
       WEBHOOK_CONCURRENCY: '8',
       WEBHOOK_ENDPOINT_CONCURRENCY: '4',
       WEBHOOK_OWNER_CONCURRENCY: String(OWNER_CAP),
+      WEBHOOK_RETRY_SCHEDULE_S: '0,1,1',
     });
     [slow, fast] = [await startWebhookReceiver(), await startWebhookReceiver()];
   });
@@ -492,5 +494,152 @@ describe('webhook delivery: one owner cannot take every slot', () => {
     release();
     await slow.waitFor((all) => all.length === 20, "all of bob's messages, once let go", 15_000);
     assert.equal(slow.maxInFlight(), 2 * OWNER_CAP, 'never more than the owner bound per replica');
+  });
+
+  test("a demoted staff member's endpoint gets only their own orders, pending ones are cancelled, retries refused", async () => {
+    const { a, b } = replicas;
+    const now = Math.floor(Date.now() / 1000);
+    const sub = `dave-${randomUUID()}`;
+    // Staff with a recent second factor, as a token issued a minute ago; then the IdP drops the role (a newer token).
+    const staffClaims = { roles: ['staff'], iat: now - 60, acr: MFA, auth_time: now - 60 };
+    const asStaff = await idpSignedToken(a, { sub, expiresIn: 600, claims: staffClaims });
+    const customer = await idpSignedToken(a, { sub: `erin-${randomUUID()}`, expiresIn: 600 });
+    let answer: (() => void) | undefined;
+    const [forDave, forErin, moved, forFrank] = [
+      await startWebhookReceiver(),
+      await startWebhookReceiver(),
+      await startWebhookReceiver(),
+      await startWebhookReceiver(),
+    ];
+    try {
+      const call = (server: TestServer, method: string, path: string, opts: RestOptions) =>
+        rest(server.url, method, path, opts);
+      const created = await call(a, 'POST', '/webhook-endpoints', {
+        token: asStaff,
+        body: { url: forDave.url, events: ['order.created', 'order.status_changed'] },
+      });
+      assert.equal(created.status, 201, created.text);
+      const endpoint = created.json<Endpoint>();
+      const erins = await call(b, 'POST', '/webhook-endpoints', {
+        token: customer,
+        body: { url: forErin.url, events: ['order.created'] },
+      });
+      assert.equal(erins.status, 201, erins.text);
+      const place = async (server: TestServer, token: string) => {
+        const res = await call(server, 'POST', '/orders', {
+          token,
+          body: { items: [{ sku: 'KB-001', qty: 1 }] },
+          headers: { 'idempotency-key': randomUUID() },
+        });
+        assert.equal(res.status, 201, res.text);
+        return res.json<{ id: string }>().id;
+      };
+      const about = (orderId: string) => (r: ReceivedWebhook) => r.payload.data.order?.id === orderId;
+      const log = async (token: string) => {
+        const res = await call(b, 'GET', `/webhook-endpoints/${endpoint.id}/deliveries`, { token });
+        assert.equal(res.status, 200, res.text);
+        return res.json<{ deliveries: Delivery[] }>().deliveries;
+      };
+
+      // While staff: another customer's order arrives; a second one is held open at the receiver.
+      const first = await place(a, customer);
+      const [sent] = (await forDave.waitFor((all) => all.some(about(first)), "erin's first order at dave's")).filter(
+        about(first),
+      );
+      forDave.answer({ holdUntil: new Promise<void>((resolve) => (answer = resolve)), status: 500 });
+      const pending = await place(b, customer);
+      const [held] = (await forDave.waitFor((all) => all.some(about(pending)), 'the held one')).filter(about(pending));
+
+      // Demoted: the newer token (on the other replica) has no roles. His order list is his own, empty.
+      const demoted = await idpSignedToken(b, { sub, expiresIn: 600 });
+      const orders = await call(b, 'GET', '/orders', { token: demoted });
+      assert.equal(orders.status, 200, orders.text);
+      assert.deepEqual(orders.json<{ orders: unknown[] }>().orders, []);
+
+      // The held attempt fails; its retry is cancelled instead of sent: dave may no longer read erin's order.
+      answer!();
+      const cancelled = await eventually('the held message cancelled', async () => {
+        const found = (await log(demoted)).find((d) => d.id === held!.id);
+        return found?.status === 'cancelled' ? found : undefined;
+      });
+      assert.deepEqual(
+        cancelled.attempts.map((x) => [x.status_code, x.error]),
+        [[500, 'HTTP 500']],
+      );
+      assert.equal(forDave.received.filter(about(pending)).length, 1);
+
+      // A new order of erin's reaches erin's endpoint and makes no message for dave's (one transaction makes both).
+      const later = await place(a, customer);
+      await forErin.waitFor((all) => all.some(about(later)), "erin's later order at erin's");
+      assert.deepEqual((await log(demoted)).map((d) => d.id).sort(), [sent!.id, held!.id].sort());
+      // His own orders still reach him.
+      const own = await place(b, demoted);
+      await forDave.waitFor((all) => all.some(about(own)), "dave's own order");
+      assert.equal(forDave.received.filter(about(later)).length, 0);
+
+      // Moving the endpoint and retrying an old message about erin's order: refused, nothing is sent.
+      const etag = (await call(a, 'GET', `/webhook-endpoints/${endpoint.id}`, { token: demoted })).headers.get('etag')!;
+      const patched = await call(a, 'PATCH', `/webhook-endpoints/${endpoint.id}`, {
+        token: demoted,
+        body: { url: moved.url },
+        headers: { 'if-match': etag },
+      });
+      assert.equal(patched.status, 200, patched.text);
+      const retried = await call(a, 'POST', `/webhook-endpoints/${endpoint.id}/deliveries/${sent!.id}/retry`, {
+        token: demoted,
+      });
+      assert.equal(retried.status, 403, retried.text);
+      assert.equal(retried.headers.get('content-type'), 'application/problem+json; charset=utf-8');
+      assert.deepEqual(retried.json(), {
+        type: '/problems/forbidden',
+        title: 'Forbidden',
+        status: 403,
+        detail: 'This message is about an order you may no longer read; it is not sent.',
+        instance: `/v1/webhook-endpoints/${endpoint.id}/deliveries/${sent!.id}/retry`,
+        code: 'FORBIDDEN',
+      });
+      const ownMessage = (await log(demoted)).find(
+        (d) => d.type === 'order.created' && ![sent!.id, held!.id].includes(d.id),
+      )!;
+      const again = await call(b, 'POST', `/webhook-endpoints/${endpoint.id}/deliveries/${ownMessage.id}/retry`, {
+        token: demoted,
+      });
+      assert.equal(again.status, 202, again.text);
+      const [resent] = await moved.waitFor((all) => all.length === 1, 'his own order, re-sent to the new URL');
+      assert.equal(resent!.payload.data.order!.id, own);
+
+      // Roles seen expire: an owner whose newest staff token is past 24 hours old gets only their own orders, until
+      // a newer staff token is seen.
+      const frank = `frank-${randomUUID()}`;
+      const oldStaff = await idpSignedToken(a, {
+        sub: frank,
+        expiresIn: 600,
+        claims: { ...staffClaims, iat: now - 24 * 3600 - 60 },
+      });
+      const franks = await call(a, 'POST', '/webhook-endpoints', {
+        token: oldStaff,
+        body: { url: forFrank.url, events: ['order.created'] },
+      });
+      assert.equal(franks.status, 201, franks.text);
+      const unseen = await place(a, customer);
+      await forErin.waitFor((all) => all.some(about(unseen)), "erin's order at erin's");
+      assert.deepEqual(
+        await (async () => {
+          const res = await call(b, 'GET', `/webhook-endpoints/${franks.json<Endpoint>().id}/deliveries`, {
+            token: oldStaff,
+          });
+          return res.json<{ deliveries: Delivery[] }>().deliveries;
+        })(),
+        [],
+      );
+      const fresh = await idpSignedToken(b, { sub: frank, expiresIn: 600, claims: { roles: ['staff'] } });
+      assert.equal((await call(b, 'GET', '/orders?limit=1', { token: fresh })).status, 200);
+      const seen = await place(a, customer);
+      await forFrank.waitFor((all) => all.some(about(seen)), "erin's order at frank's, staff again");
+      assert.equal(forFrank.received.filter(about(unseen)).length, 0);
+    } finally {
+      answer?.();
+      await Promise.all([forDave.close(), forErin.close(), moved.close(), forFrank.close()]);
+    }
   });
 });

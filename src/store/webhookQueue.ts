@@ -18,6 +18,8 @@ const ClaimedRow = z.object({
   owner_customer_id: z.string(),
   owner_staff: z.boolean(),
   owner_directory_key: z.string().nullable(),
+  owner_roles_at: z.string(),
+  order_customer_id: z.string().nullable(),
 });
 
 function toClaimed(row: unknown): ClaimedWebhookMessage {
@@ -38,8 +40,10 @@ function toClaimed(row: unknown): ClaimedWebhookMessage {
       subject: r.owner_subject,
       customerId: r.owner_customer_id,
       staff: r.owner_staff,
+      rolesAt: Date.parse(r.owner_roles_at),
       directoryKey: r.owner_directory_key,
     },
+    orderCustomerId: r.order_customer_id,
   };
 }
 
@@ -86,7 +90,8 @@ export function createWebhookQueue(db: Database): WebhookQueue {
          where m.id = locked.id and e.id = m.endpoint_id
          returning m.id, m.endpoint_id, m.type, m.body, m.trace_parent, m.trace_state, m.attempts, m.max_attempts,
            e.url, e.secret, case when e.previous_expires_at > now() then e.previous_secret end as previous_secret,
-           e.owner_subject, e.owner_customer_id, e.owner_staff, e.owner_directory_key`,
+           e.owner_subject, e.owner_customer_id, e.owner_staff, e.owner_directory_key, e.owner_roles_at,
+           m.order_customer_id`,
         [
           limit,
           perEndpoint,

@@ -27,7 +27,7 @@ export interface WebhookMetrics {
 export interface DeliveryWorkerOptions {
   readonly storage: Storage;
   readonly queue: WebhookQueue;
-  readonly service: Pick<WebhookService, 'plan' | 'ownerActive'>;
+  readonly service: Pick<WebhookService, 'plan' | 'refusal'>;
   readonly sender: Sender;
   /** The REST representation of an order: what `data.order` is. */
   readonly represent: (order: Order, items: readonly OrderItem[]) => unknown;
@@ -98,6 +98,7 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
               body,
               ...(event.trace ? { trace: event.trace } : {}),
               maxAttempts,
+              orderCustomerId: event.order.customerId,
             };
           });
           await tx.webhooks.insertMessages(messages);
@@ -135,7 +136,8 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
 
   async function deliver(message: ClaimedWebhookMessage, claimedAt: number): Promise<void> {
     const at = new Date();
-    if (!opts.service.ownerActive(message.owner)) {
+    const refusal = opts.service.refusal(message.owner, message.orderCustomerId);
+    if (refusal) {
       metrics.attempt('cancelled', 0);
       await record(
         message,
@@ -143,7 +145,7 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
           at,
           durationMs: 0,
           statusCode: null,
-          error: 'owner deactivated',
+          error: refusal,
           status: 'cancelled',
           nextAttemptAt: null,
           counts: 'neither',
