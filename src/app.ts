@@ -66,6 +66,7 @@ import {
   type CreateConnection,
   type DeliveryWorker,
   type HostLookup,
+  notingOwnerRoles,
 } from './webhooks/index.js';
 
 export interface AppDeps {
@@ -156,6 +157,7 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
     pollMs: webhookConfig.pollMs,
     concurrency: webhookConfig.concurrency,
     perEndpoint: webhookConfig.endpointConcurrency,
+    perOwner: webhookConfig.ownerConcurrency,
     disableAfterMs: webhookConfig.disableAfterSeconds * 1000,
     logger: logger.child({ component: 'webhooks' }),
     metrics: {
@@ -211,7 +213,7 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
       : Promise.resolve();
   // Used DPoP proof ids must be seen by every replica: Redis when there is one, else the shared database.
   const proofReplay = redis ? redisReplayStore(redis) : databaseReplayStore(db);
-  const verifier = createTokenVerifier({
+  const tokens = createTokenVerifier({
     issuer,
     audience: config.oidc.audience,
     rolesClaim: config.oidc.rolesClaim,
@@ -220,6 +222,8 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
     keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer, config.oidc.jwksMaxAgeSeconds * 1000),
     dpop: createDpopProofVerifier({ publicUrl: config.publicUrl, replay: proofReplay }),
   });
+  // Webhook endpoints follow their owner's newest credential: its roles are noted on the way in.
+  const verifier = notingOwnerRoles(tokens, services.webhooks, logger);
   const sessionStore = createSessionStore(db, { loginAttemptsPerIp: config.loginAttemptsPerIp });
   const streams = createStreamRegistry({
     limits: config.streams,

@@ -288,6 +288,7 @@ const EnvSchema = z.object({
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(0).max(1000).default(32),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
+  WEBHOOK_OWNER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
   WEBHOOK_DISABLE_AFTER_S: z.coerce.number().int().min(1).max(31_536_000).default(432_000),
   ...TRACING_ENV,
 });
@@ -433,9 +434,10 @@ export interface Config {
     readonly allowPrivateUrls: boolean;
     /** How often each replica looks for due messages (new events also wake it). */
     readonly pollMs: number;
-    /** Attempts in flight per replica (0: this replica sends none), and to one endpoint per replica. */
+    /** Attempts in flight per replica (0: this replica sends none), to one endpoint and for one owner per replica. */
     readonly concurrency: number;
     readonly endpointConcurrency: number;
+    readonly ownerConcurrency: number;
     /** An endpoint failing continuously for this long is disabled. */
     readonly disableAfterSeconds: number;
   };
@@ -587,6 +589,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
       pollMs: e.WEBHOOK_POLL_MS,
       concurrency: e.WEBHOOK_CONCURRENCY,
       endpointConcurrency: e.WEBHOOK_ENDPOINT_CONCURRENCY,
+      ownerConcurrency: e.WEBHOOK_OWNER_CONCURRENCY,
       disableAfterSeconds: e.WEBHOOK_DISABLE_AFTER_S,
     },
     graphql: {
