@@ -1,7 +1,7 @@
 import express from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { createAuth } from './auth/index.js';
+import { createAuth, type TokenVerifier } from './auth/index.js';
 import type { Config } from './config/index.js';
 import { createDirectoryAccess } from './domain/directoryAccess.js';
 import type { DirectoryChanges } from './domain/ports.js';
@@ -41,6 +41,7 @@ import { tracing } from './tracing.js';
 import {
   prepareWebhookDelivery,
   startWebhookDelivery,
+  notingOwnerRoles,
   type CreateConnection,
   type HostLookup,
 } from './webhooks/index.js';
@@ -81,7 +82,9 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
   const knownCustomerId = (subject: string) => services.customers.knownIdOf(subject);
   const resultCache = channel.cacheResults({ ...base, schema, pipeline, options: config.resultCache, knownCustomerId });
   const sessionCookie = authCookies(config.publicUrl).session;
-  const auth = await createAuth({ ...base, directory, sessionCookie });
+  // Webhook endpoints follow their owner's newest credential: its roles are noted on the way in.
+  const noting = (tokens: TokenVerifier) => notingOwnerRoles(tokens, services.webhooks, logger);
+  const auth = await createAuth({ ...base, directory, sessionCookie, noting });
   const trusted = trustedOrigins(config.publicUrl, config.corsOrigins);
   const graphqlParts = { ...base, schema, services, pipeline, trustedOrigins: trusted };
   const realtime = createRealtime({ ...graphqlParts, directory, auth });

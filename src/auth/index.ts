@@ -6,7 +6,7 @@ import type { Database } from '../store/db.js';
 import { databaseReplayStore, redisReplayStore } from '../store/dpopReplay.js';
 import { sweepExpiredModels } from '../store/idp.js';
 import { reportAcrSupport } from './acrSupport.js';
-import { createTokenVerifier, discoveredJwks } from './bearer.js';
+import { createTokenVerifier, discoveredJwks, type TokenVerifier } from './bearer.js';
 import { browserLoginFor } from './browserLogin.js';
 import { createAuthentication, sessionsAdmittedBy, type DirectoryGate } from './credentials.js';
 import { createDpopProofVerifier } from './dpop.js';
@@ -26,6 +26,8 @@ export async function createAuth(deps: {
   directory: DirectoryGate;
   /** The session cookie's name (the browser transport names its cookies). */
   sessionCookie: string;
+  /** What every verified credential also passes through (webhooks note their owners' roles). */
+  noting?: (verifier: TokenVerifier) => TokenVerifier;
 }) {
   const { config, db, redis, logger, directory } = deps;
   const idp = config.oidc.issuer
@@ -39,6 +41,8 @@ export async function createAuth(deps: {
         logger: logger.child({ component: 'idp' }),
         redis,
         signinLockSeconds: config.signin.lockSeconds,
+        // Changing factors needs a sign-in as recent as a staff change does.
+        factorChangeMaxAgeSeconds: config.stepUp?.maxAgeSeconds,
         nodeEnv: config.nodeEnv,
       });
   const issuer = config.oidc.issuer ?? idp!.issuer;
@@ -49,7 +53,7 @@ export async function createAuth(deps: {
       : Promise.resolve();
   // Used DPoP proof ids must be seen by every replica: Redis when there is one, else the shared database.
   const proofReplay = redis ? redisReplayStore(redis) : databaseReplayStore(db);
-  const verifier = createTokenVerifier({
+  const tokens = createTokenVerifier({
     issuer,
     audience: config.oidc.audience,
     rolesClaim: config.oidc.rolesClaim,
@@ -58,6 +62,7 @@ export async function createAuth(deps: {
     keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer, config.oidc.jwksMaxAgeSeconds * 1000),
     dpop: createDpopProofVerifier({ publicUrl: config.publicUrl, replay: proofReplay }),
   });
+  const verifier = deps.noting ? deps.noting(tokens) : tokens;
   const sessionStore = createSessionStore(db, { loginAttemptsPerIp: config.loginAttemptsPerIp });
   const sessions = sessionsAdmittedBy(sessionStore, directory);
   return {
@@ -91,6 +96,7 @@ export async function createAuth(deps: {
 }
 
 export type Auth = Awaited<ReturnType<typeof createAuth>>;
+export type { TokenVerifier };
 
 /** Loaded on demand: with an external issuer (always so in production) oidc-provider is never imported. */
 async function startEmbeddedIdp({

@@ -16,6 +16,7 @@ const env = {
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(0).max(1000).default(32),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
+  WEBHOOK_OWNER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
   WEBHOOK_DISABLE_AFTER_S: z.coerce.number().int().min(1).max(31_536_000).default(432_000),
 };
 
@@ -31,9 +32,10 @@ export const webhooks = {
       allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS,
       /** How often each replica looks for due messages (new events also wake it). */
       pollMs: e.WEBHOOK_POLL_MS,
-      /** Attempts in flight per replica (0: this replica sends none), and to one endpoint per replica. */
+      /** Attempts in flight per replica (0: this replica sends none), to one endpoint and for one owner per replica. */
       concurrency: e.WEBHOOK_CONCURRENCY,
       endpointConcurrency: e.WEBHOOK_ENDPOINT_CONCURRENCY,
+      ownerConcurrency: e.WEBHOOK_OWNER_CONCURRENCY,
       /** An endpoint failing continuously for this long is disabled. */
       disableAfterSeconds: e.WEBHOOK_DISABLE_AFTER_S,
     },

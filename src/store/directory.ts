@@ -193,17 +193,17 @@ export function directoryRows(db: Queryable): DirectoryRepository {
       return toUser(row);
     },
 
-    async keepRefusing(userId, id, revision) {
-      // An inactive user's key is refused outright, as after a deletion; an active one's only for the tokens issued
-      // before its last deactivation.
+    async keepRefusing(userId, id, revision, activeAfter) {
+      // The key of a user who is inactive, or goes inactive in this write, is refused outright, as after a deletion;
+      // that of one who stays active only for the tokens issued before its last deactivation.
       await db.query(
         `insert into directory_users (id, user_name, external_id, active, revision, tokens_valid_after, deleted_at)
-         select $2, u.user_name, u.external_id, u.active, $3,
-           case when u.active then u.tokens_valid_after else now() end, now()
+         select $2, u.user_name, u.external_id, u.active and $4::boolean, $3,
+           case when u.active and $4::boolean then u.tokens_valid_after else now() end, now()
          from directory_users u
          where u.id = $1 and u.deleted_at is null and u.external_id is not null
-           and (not u.active or u.tokens_valid_after is not null)`,
-        [userId, id, revision],
+           and (not (u.active and $4::boolean) or u.tokens_valid_after is not null)`,
+        [userId, id, revision, activeAfter],
       );
     },
 

@@ -14,6 +14,7 @@ export interface WebhookSettings {
   readonly pollMs: number;
   readonly concurrency: number;
   readonly endpointConcurrency: number;
+  readonly ownerConcurrency: number;
   readonly disableAfterSeconds: number;
 }
 
@@ -78,7 +79,7 @@ export function startWebhookDelivery(
   deps: {
     storage: Storage;
     queue: WebhookQueue;
-    service: Pick<WebhookService, 'plan' | 'ownerActive'>;
+    service: Pick<WebhookService, 'plan' | 'refusal'>;
     /** The REST representation of an order: what `data.order` is. */
     represent: (order: Order, items: readonly OrderItem[]) => unknown;
     events: { listen(listener: () => void): unknown };
@@ -97,6 +98,7 @@ export function startWebhookDelivery(
     pollMs: settings.pollMs,
     concurrency: settings.concurrency,
     perEndpoint: settings.endpointConcurrency,
+    perOwner: settings.ownerConcurrency,
     disableAfterMs: settings.disableAfterSeconds * 1000,
     logger: prepared.logger,
     metrics: deps.metrics,

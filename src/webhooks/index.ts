@@ -17,4 +17,5 @@ export {
   type Sender,
   type SenderOptions,
 } from './sender.js';
+export { notingOwnerRoles } from './ownerRoles.js';
 export { createDeliveryWorker, LEASE_MARGIN_MS, type DeliveryWorker, type WebhookMetrics } from './worker.js';
