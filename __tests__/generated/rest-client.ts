@@ -49,7 +49,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's webhook endpoints, newest first */
+        /** The caller's webhook endpoints (staff: everyone's), newest first */
         get: operations["listWebhookEndpoints"];
         put?: never;
         /** Register an endpoint: it receives the order events its owner may read (at most 20 per owner) */

@@ -1,5 +1,5 @@
 import { generate } from 'otplib';
-import { location, type WebClient } from './webClient.js';
+import { location, WebClient } from './webClient.js';
 
 /** The TOTP code an authenticator app shows `steps` 30-second steps from now (the IdP accepts one either side). */
 export function totpCode(secret: string, steps = 0): Promise<string> {
@@ -35,4 +35,19 @@ export async function follow(browser: WebClient, res: Response, stopAt: string):
     res = await browser.get(next);
   }
   throw new Error('too many redirects');
+}
+
+/**
+ * A one-time enrolment code for `username`, issued as an administrator does (the directory client's credentials):
+ * the channel through which a first second factor is bound.
+ */
+export async function enrolmentCode(base: string, username: string): Promise<string> {
+  const res = await new WebClient().post(
+    `${base}/idp/enrolment-codes`,
+    { username },
+    { authorization: `Basic ${Buffer.from('directory:directory-secret').toString('base64')}` },
+  );
+  const body = (await res.json()) as { code?: string };
+  if (res.status !== 201 || !body.code) throw new Error(`no enrolment code for ${username}: ${res.status}`);
+  return body.code;
 }

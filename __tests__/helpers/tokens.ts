@@ -7,7 +7,8 @@ import type { TestServer } from './server.js';
  */
 export async function idpSignedToken(
   server: TestServer,
-  opts: { sub: string; expiresIn: number; scope?: string },
+  /** `claims` adds to or replaces the token's claims (`roles`, `iat`, `acr`, `auth_time`…). */
+  opts: { sub: string; expiresIn: number; scope?: string; claims?: Record<string, unknown> },
 ): Promise<string> {
   const [row] = await server.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
   const key = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
@@ -20,6 +21,7 @@ export async function idpSignedToken(
     exp: now + opts.expiresIn,
     scope: opts.scope ?? 'orders:read orders:write',
     roles: [],
+    ...opts.claims,
   })
     .setProtectedHeader({ alg: 'RS256', kid: key.kid!, typ: 'at+jwt' })
     .sign(await importJWK(key, 'RS256'));

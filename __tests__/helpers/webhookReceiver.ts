@@ -42,6 +42,8 @@ export interface WebhookReceiver {
   maxConcurrentPerId(): number;
   /** The most requests being answered at once, whatever their ids. */
   maxInFlight(): number;
+  /** Requests being answered now (held open by this receiver, not yet given up by the sender). */
+  inFlight(): number;
   /** Answers the next requests in order (then 200). */
   answer(...answers: Answer[]): void;
   /** Resolves once `match` holds over everything received (checked on every arrival). */
@@ -123,6 +125,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     connections: () => connections,
     maxConcurrentPerId: () => maxConcurrent,
     maxInFlight: () => maxInFlight,
+    inFlight: () => inFlight,
     answer: (...answers) => void queue.push(...answers),
     waitFor(match, what = 'webhooks', timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {

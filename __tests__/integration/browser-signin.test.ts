@@ -1,17 +1,14 @@
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { decodeJwt } from 'jose';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
-import { totpCode } from '../helpers/secondFactor.js';
+import { launchChromium } from '../helpers/browser.js';
+import { enrolmentCode, totpCode } from '../helpers/secondFactor.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { artifactDir } from '../helpers/testRun.js';
 
-// Debian's chromium, never a downloaded browser; .ci/run installs it when missing.
-const CHROMIUM = '/usr/bin/chromium';
-const NO_CHROMIUM = `Chromium is missing (${CHROMIUM}): install Debian's package with \`apt-get install chromium\`, then run the tests again.`;
 const QUERY = '{ recentOrders(first: 100) { customer { name } } }';
 
 interface GraphqlResult {
@@ -47,15 +44,11 @@ describe('browser sign-in in headless Chromium', () => {
   let screenshots: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(NO_CHROMIUM);
     screenshots = artifactDir('browser-signin');
     server = await startTestServer();
     // The browser must use the public URL: the session and login cookies belong to its host.
     base = server.running.publicUrl;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {
@@ -212,7 +205,7 @@ describe('browser sign-in in headless Chromium', () => {
     await context.close();
   });
 
-  test('alice registers a passkey on the account page and signs in with it alone (CDP virtual authenticator)', async () => {
+  test('alice registers a passkey on the account page with the enrolment code her administrator issued, and signs in with it alone (CDP virtual authenticator)', async () => {
     const context: BrowserContext = await browser.newContext();
     const page = await context.newPage();
     const violations = cspViolations(page);
@@ -235,6 +228,11 @@ describe('browser sign-in in headless Chromium', () => {
       await page.getByTestId('passkey-count').innerText(),
       'None yet. A passkey signs you in by itself, or as the second factor after your password.',
     );
+    // Her first factor is bound with the code issued to her (out of band: here, by the test as her administrator).
+    await page
+      .locator('form:has([data-webauthn="register"])')
+      .getByLabel('Enrolment code from your administrator')
+      .fill(await enrolmentCode(base, 'alice'));
     await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Add a passkey' }).click()]);
     await assert.doesNotReject(page.getByTestId('message').waitFor());
     assert.equal(await page.getByTestId('message').innerText(), 'The passkey is registered.');

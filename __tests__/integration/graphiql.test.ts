@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { artifactDir } from '../helpers/testRun.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const NO_CHROMIUM = `Chromium is missing (${CHROMIUM}): install Debian's package with \`apt-get install chromium\`, then run the tests again.`;
 const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1']);
 
 /** A browser context with the network closed: requests off this machine are aborted and listed in `outside`. */
@@ -95,11 +93,7 @@ describe('GraphiQL at /graphiql', () => {
   describe('in headless Chromium, with the network closed', () => {
     let browser: Browser;
     beforeAll(async () => {
-      if (!existsSync(CHROMIUM)) throw new Error(NO_CHROMIUM);
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-      });
+      browser = await launchChromium();
     });
     afterAll(() => browser?.close());
 

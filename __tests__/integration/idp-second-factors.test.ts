@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
 import { SIGNIN_LIMITS } from '../../src/auth/idp/signinThrottle.js';
 import { createLogger } from '../../src/logger.js';
-import { formAction, totpCode } from '../helpers/secondFactor.js';
+import { answerTotp, enrolmentCode, formAction, totpCode } from '../helpers/secondFactor.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { SoftAuthenticator, webauthnOptions } from '../helpers/softAuthenticator.js';
 import { location, WebClient } from '../helpers/webClient.js';
@@ -15,9 +15,16 @@ interface SessionInfo {
   sub: string;
   acr: string | null;
   amr: string[] | null;
+  authTime: string | null;
 }
 type CreationOptions = Parameters<SoftAuthenticator['register']>[0];
 type RequestOptions = Parameters<SoftAuthenticator['assert']>[0];
+
+const NO_CODE =
+  'Adding your first factor needs the enrolment code your administrator gave you: this one is missing, wrong, expired or already used.';
+const VERIFY_FIRST = 'Verify with your second factor before you change your factors.';
+/** The message of a refusal page (`<p>` after its heading). */
+const refusalOf = (html: string) => /<\/h1>\s*<p>([^<]*)<\/p>/.exec(html)?.[1]?.replace(/&#39;/g, "'") ?? null;
 
 /** The text of a page's alert (the error it shows), or null. */
 const alertOf = (html: string) => /role="alert">([^<]*)</.exec(html)?.[1]?.replace(/&#39;/g, "'") ?? null;
@@ -45,8 +52,8 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
   }
 
   /** /auth/login (with a step-up query) as far as the IdP's first page. */
-  async function startAt(browser: WebClient, query = ''): Promise<Response> {
-    return settle(browser, await browser.get(`${base}/auth/login${query}`));
+  async function startAt(browser: WebClient, query = '', at = base): Promise<Response> {
+    return settle(browser, await browser.get(`${at}/auth/login${query}`));
   }
 
   async function password(browser: WebClient, page: Response, user: string): Promise<Response> {
@@ -56,16 +63,16 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
   }
 
   /** At the TOTP step of a sign-in asking for the MFA level. */
-  async function atTotpStep(user: string): Promise<{ browser: WebClient; action: URL }> {
+  async function atTotpStep(user: string, at = base): Promise<{ browser: WebClient; action: URL }> {
     const browser = new WebClient();
-    const page = await password(browser, await startAt(browser, `?acr_values=${MFA}`), user);
+    const page = await password(browser, await startAt(browser, `?acr_values=${MFA}`, at), user);
     const action = formAction(await page.text(), page.url, 'totp');
     assert.ok(action, `${user} is asked for a code`);
     return { browser, action };
   }
 
-  const sessionOf = async (browser: WebClient) => {
-    const res = await browser.get(`${base}/auth/session`);
+  const sessionOf = async (browser: WebClient, at = base) => {
+    const res = await browser.get(`${at}/auth/session`);
     return res.status === 200 ? ((await res.json()) as SessionInfo) : null;
   };
 
@@ -77,8 +84,8 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
     return browser;
   }
 
-  const accountPage = async (browser: WebClient) => {
-    const res = await browser.get(`${base}/idp/account`);
+  const accountPage = async (browser: WebClient, at = base) => {
+    const res = await browser.get(`${at}/idp/account`);
     const html = await res.text();
     return { res, html, csrf: /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '' };
   };
@@ -166,22 +173,36 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
       assert.equal(res.status, 200);
       assert.match(res.headers.get('content-security-policy')!, /script-src 'self'/);
       assert.match(html, /<div class="qr" data-testid="totp-qr"><svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+      assert.match(html, /<input id="enrolment-code-totp" name="enrolment_code" type="text"/);
       const secret = /data-testid="totp-secret">([A-Z2-7]+)</.exec(html)![1]!;
-      const form = { csrf, secret };
+      // Her administrator's code, typed as a person might: lower case, spaces for hyphens.
+      const code = (await enrolmentCode(base, 'alice')).toLowerCase().replace(/-/g, ' ');
+      const form = { csrf, secret, enrolment_code: code };
       const wrong = await browser.post(`${base}/idp/account/totp`, { ...form, code: '000000' }, { origin: rp });
       assert.equal(wrong.status, 401);
       assert.match(alertOf(await wrong.text())!, /^That code does not match the new secret/);
-      const on = await browser.post(
-        `${base}/idp/account/totp`,
-        { ...form, code: await totpCode(secret) },
-        { origin: rp },
+      // A wrong app code did not spend the enrolment code. Sent twice at once, it binds one secret and refuses the
+      // other (the code spent by the first, or the account now has a factor that this session did not use).
+      const second = await accountPage(browser);
+      const other = /data-testid="totp-secret">([A-Z2-7]+)</.exec(second.html)![1]!;
+      const [first, racing] = await Promise.all(
+        [secret, other].map(async (s) =>
+          browser.post(
+            `${base}/idp/account/totp`,
+            { csrf, secret: s, enrolment_code: code, code: await totpCode(s) },
+            { origin: rp },
+          ),
+        ),
       );
-      assert.equal(on.status, 200);
+      assert.deepEqual([first.status, racing.status].sort(), [200, 403]);
+      const [on, refused] = first.status === 200 ? [first, racing] : [racing, first];
+      const bound = on === first ? secret : other;
       assert.match(await on.text(), /data-testid="totp-state">On:/);
+      assert.ok([NO_CODE, VERIFY_FIRST].includes(refusalOf(await refused.text())!));
 
       // The code that confirmed the secret is spent; the next one signs alice in with two factors.
       const { browser: next, action } = await atTotpStep('alice');
-      const done = await settle(next, await next.post(action, { code: await totpCode(secret, 1) }));
+      const done = await settle(next, await next.post(action, { code: await totpCode(bound, 1) }));
       assert.equal(done.status, 200);
       assert.deepEqual(await sessionOf(next), { ...(await sessionOf(next))!, acr: MFA, amr: ['pwd', 'otp', 'mfa'] });
     });
@@ -271,7 +292,7 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
       assert.equal(back.searchParams.get('state'), 'essential');
     });
 
-    test('bob registers a passkey on the account page, which refuses a foreign Origin, a wrong token and — once he has a factor — another change from his password-only session', async () => {
+    test('bob, signed in with his password alone, binds a first passkey only with the enrolment code issued to him: none, a wrong one, alice’s and a replaced one are refused (403), and that passkey cannot sign in', async () => {
       const stranger = await new WebClient().get(`${base}/idp/account`);
       assert.equal(stranger.status, 401);
       assert.match(await stranger.text(), /href="http:\/\/localhost:\d+\/auth\/login\?returnTo=%2Fidp%2Faccount"/);
@@ -293,9 +314,39 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
         'This form is out of date or did not come from your account page. Open the page again.',
       );
 
+      // The attack of issue 37: a stolen password registers the thief's passkey. Refused without bob's own code.
+      const thief = new SoftAuthenticator(rp);
+      const attempt = (enrolment?: string) =>
+        browser.post(
+          `${base}/idp/account/passkeys`,
+          { csrf, response: thief.register(options), ...(enrolment ? { enrolment_code: enrolment } : {}) },
+          { origin: rp },
+        );
+      const bare = await attempt();
+      assert.equal(bare.status, 403);
+      assert.equal(refusalOf(await bare.text()), NO_CODE);
+      // The page asks for the code.
+      assert.match(
+        html,
+        /<p data-testid="enrolment-code-needed">Your first factor needs the enrolment code your administrator gives you\.<\/p>/,
+      );
+      assert.match(html, /<input id="enrolment-code-passkey" name="enrolment_code" type="text"/);
+      const replaced = await enrolmentCode(base, 'bob');
+      const code = await enrolmentCode(base, 'bob');
+      for (const enrolment of ['AAAA-BBBB-CCCC-DDDD', await enrolmentCode(base, 'alice'), replaced]) {
+        const refused = await attempt(enrolment);
+        assert.equal(refused.status, 403, enrolment);
+        assert.equal(refusalOf(await refused.text()), NO_CODE);
+      }
+      const intruder = await passkeyStep();
+      const signIn = await intruder.browser.post(intruder.action, { response: thief.assert(intruder.options) });
+      assert.equal(signIn.status, 401);
+      assert.equal(alertOf(await signIn.text()), 'This passkey is not registered for this account.');
+      assert.match((await accountPage(browser)).html, /data-testid="passkey-count">None yet\./);
+
       const res = await browser.post(
         `${base}/idp/account/passkeys`,
-        { csrf, response: bob.register(options) },
+        { csrf, response: bob.register(options), enrolment_code: code },
         { origin: rp },
       );
       const page = await res.text();
@@ -313,7 +364,75 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
         { origin: rp },
       );
       assert.equal(totp.status, 403);
-      assert.match(await totp.text(), /<p>Verify with your second factor before you change your factors\.<\/p>/);
+      assert.equal(refusalOf(await totp.text()), VERIFY_FIRST);
+    });
+
+    test('enrolment codes are issued to the directory client alone, for a user who exists; anything else is refused clearly', async () => {
+      const issue = (form: Record<string, string>, headers: Record<string, string> = {}) =>
+        new WebClient().post(`${base}/idp/enrolment-codes`, form, headers);
+      const basic = (id: string, secret: string) => ({
+        authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`,
+      });
+      const directory = basic('directory', 'directory-secret');
+      const ok = await issue({ username: ' Bob ' }, directory);
+      assert.equal(ok.status, 201);
+      assert.equal(ok.headers.get('cache-control'), 'no-store');
+      const body = (await ok.json()) as { username: string; code: string; expiresAt: string };
+      assert.equal(body.username, 'bob');
+      assert.match(body.code, /^[A-Z2-9]{4}(-[A-Z2-9]{4}){3}$/);
+      // A day from now, by the server's clock within a minute of this one.
+      assert.ok(Math.abs(Date.parse(body.expiresAt) - Date.now() - 86_400_000) < 60_000, body.expiresAt);
+      const refusals: [Record<string, string>, Record<string, string>, number, object][] = [
+        [
+          { username: 'bob' },
+          {},
+          401,
+          { error: 'invalid_client', error_description: 'authenticate as the directory client (HTTP Basic)' },
+        ],
+        [
+          { username: 'bob' },
+          basic('directory', 'wrong'),
+          401,
+          { error: 'invalid_client', error_description: 'authenticate as the directory client (HTTP Basic)' },
+        ],
+        [
+          { username: 'bob' },
+          basic('orders-web', 'orders-web-secret'),
+          401,
+          { error: 'invalid_client', error_description: 'authenticate as the directory client (HTTP Basic)' },
+        ],
+        [
+          {},
+          directory,
+          400,
+          { error: 'invalid_request', error_description: 'username is required: the user name the code is for' },
+        ],
+        [
+          { username: 'mallory' },
+          directory,
+          404,
+          { error: 'unknown_user', error_description: 'no user has this user name' },
+        ],
+        [
+          { username: 'bob', a: '1', b: '2' },
+          directory,
+          413,
+          { error: 'invalid_request', error_description: 'the form is larger than one username' },
+        ],
+      ];
+      for (const [form, headers, status, answer] of refusals) {
+        const res = await issue(form, headers);
+        assert.equal(res.status, status, JSON.stringify([form, headers]));
+        assert.deepEqual(await res.json(), answer);
+        if (status === 401) assert.equal(res.headers.get('www-authenticate'), 'Basic realm="orders-idp"');
+      }
+      const get = await new WebClient().get(`${base}/idp/enrolment-codes`, directory);
+      assert.equal(get.status, 405);
+      assert.equal(get.headers.get('allow'), 'POST');
+      assert.deepEqual(await get.json(), {
+        error: 'invalid_request',
+        error_description: 'enrolment codes are issued with POST',
+      });
     });
 
     test('he signs in with it alone (user verified): acr MFA, amr hwk user mfa', async () => {
@@ -455,6 +574,96 @@ describe('the embedded IdP’s second factors refuse bad input clearly, and lock
       const alone = await passkeyStep();
       await settle(alone.browser, await alone.browser.post(alone.action, { response: bob.assert(alone.options) }));
       assert.equal((await sessionOf(alone.browser))?.acr, MFA);
+    });
+  });
+  describe('two replicas of their own: changing factors needs a recent sign-in (STEP_UP_MAX_AGE_S), and second factors have their own throttle', () => {
+    /**
+     * Two replicas over one database of their own (the same IdP sessions and keys), whose throttles have counted no
+     * other test's failures from this address: STEP_UP_MAX_AGE_S is 1 on one, the default 900 on the other.
+     */
+    let strict: TestServer;
+    let lenient: TestServer;
+    let strictBase: string;
+    let lenientBase: string;
+
+    beforeAll(async () => {
+      strict = await startTestServer({ STEP_UP_MAX_AGE_S: '1' });
+      lenient = await startTestServer({}, { sameDatabaseAs: strict });
+      strictBase = strict.running.publicUrl;
+      lenientBase = lenient.running.publicUrl;
+    });
+    afterAll(async () => {
+      await lenient?.close();
+      await strict?.close();
+    });
+
+    test('one MFA session over a second old adding a passkey: the 1 s replica refuses (401, sign in again, with the password too), the 900 s one accepts', async () => {
+      const browser = new WebClient();
+      const page = await password(browser, await startAt(browser, `?acr_values=${MFA}`, lenientBase), 'carol');
+      assert.equal((await settle(browser, await answerTotp(browser, page, CAROL))).status, 200);
+      const session = (await sessionOf(browser, lenientBase))!;
+      assert.equal(session.acr, MFA);
+      const { html, csrf } = await accountPage(browser, lenientBase);
+      const options = webauthnOptions<CreationOptions>(html);
+      // The same new passkey, as the browser would answer on each replica's page (the origin is part of the answer).
+      const [lenientOrigin, strictOrigin] = [new URL(lenientBase).origin, new URL(strictBase).origin];
+      const passkey = new SoftAuthenticator(strictOrigin);
+      const forStrict = passkey.register(options);
+      const forLenient = passkey.register(options, { origin: lenientOrigin });
+      // Until the server's clock, which wrote auth_time in whole seconds, is 2 s past it: over 1 s old however rounded.
+      const olderThanOneSecond = Date.parse(session.authTime!) + 2000;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, olderThanOneSecond - Date.now()) + 50));
+
+      const stale = await browser.post(
+        `${strictBase}/idp/account/passkeys`,
+        { csrf, response: forStrict },
+        { origin: strictOrigin },
+      );
+      assert.equal(stale.status, 401);
+      const refusal = await stale.text();
+      assert.equal(
+        refusalOf(refusal),
+        'Changing your factors needs a sign-in within the last 1 seconds. Sign in again first.',
+      );
+      const again = /<a href="([^"]+)">Sign in again<\/a>/.exec(refusal)?.[1]?.replace(/&amp;/g, '&');
+      assert.equal(
+        again,
+        `${strictBase}/auth/login?returnTo=%2Fidp%2Faccount&acr_values=urn%3Aorders%3Aacr%3Amfa&max_age=0`,
+      );
+      // The page there offers no form, only that way, which asks for the password again, not just the second factor.
+      const strictPage = await accountPage(browser, strictBase);
+      assert.equal(strictPage.res.status, 200);
+      assert.equal(strictPage.csrf, '');
+      assert.match(
+        strictPage.html,
+        /To add or replace a factor, first <a href="[^"]+&amp;max_age=0">sign in again<\/a>: changing factors needs a sign-in within the last 1 seconds\./,
+      );
+      const signInAgain = await settle(browser, await browser.get(again!));
+      assert.match(await signInAgain.text(), /<input[^>]+name="password"/);
+
+      const fresh = await browser.post(
+        `${lenientBase}/idp/account/passkeys`,
+        { csrf, response: forLenient },
+        { origin: lenientOrigin },
+      );
+      const accepted = await fresh.text();
+      assert.equal(fresh.status, 200, alertOf(accepted) ?? '');
+      assert.match(accepted, /data-testid="message">The passkey is registered\./);
+    });
+
+    test(`${SIGNIN_LIMITS.user.lockAfter} failed password sign-ins as the user name “second-factor:carol” lock that name, not carol’s authenticator app`, async () => {
+      const signIn = new WebClient();
+      const login = formAction(await (await startAt(signIn, '', strictBase)).text(), strictBase, 'login')!;
+      const attempt = () => signIn.post(login, { username: 'second-factor:carol', password: 'guess' });
+      for (let i = 1; i <= SIGNIN_LIMITS.user.lockAfter; i++)
+        assert.equal((await attempt()).status, 401, `attempt ${i}`);
+      assert.equal((await attempt()).status, 429);
+      // Her codes are still checked: a wrong one is only wrong, with no Retry-After.
+      const { browser, action } = await atTotpStep('carol', strictBase);
+      const res = await browser.post(action, { code: '000000' });
+      assert.equal(res.status, 401);
+      assert.equal(res.headers.get('retry-after'), null);
+      assert.equal(alertOf(await res.text()), 'Wrong code. Enter the 6 digits your authenticator app shows now.');
     });
   });
 });

@@ -254,6 +254,36 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     assert.equal(listed.body.totalResults, 1);
   });
 
+  test('userName is kept in NFKC without default-ignorable code points: an invisible or fullwidth twin is 409 uniqueness', async () => {
+    const userName = unique('twin');
+    const first = await create(userName);
+    const [local, domain] = userName.split('@') as [string, string];
+    const fullwidth = [...local].map((c) => String.fromCodePoint(c.codePointAt(0)! + 0xfee0)).join('');
+    const twins = [
+      `${userName}\u200b`,
+      `\ufeff${userName}`,
+      `${local.slice(0, 3)}\u00ad${local.slice(3)}@${domain}`,
+      `${fullwidth}@${domain}`,
+    ];
+    for (const twin of twins) {
+      assertScimError(await dir.post('/Users', userBody(twin)), 409, 'uniqueness');
+      const other = await create();
+      assertScimError(
+        await dir.patch(`/Users/${other.id}`, [{ op: 'replace', path: 'userName', value: twin }]),
+        409,
+        'uniqueness',
+      );
+    }
+    // Stored in its canonical form; one that is nothing but invisible code points is empty.
+    const fresh = unique('plain');
+    const created = await create(`\u200b${fresh.toUpperCase().replace('@', '\u00ad@')}`);
+    assert.equal(created.userName, fresh.toUpperCase());
+    assertScimError(await dir.post('/Users', userBody('\u200b\u2060')), 400, 'invalidValue');
+    // No-break space is white space under NFKC: the white-space rule applies.
+    assertScimError(await dir.post('/Users', userBody(`${unique('nbsp')}\u00a0`)), 400, 'invalidValue');
+    assert.equal(((await dir.get(`/Users/${first.id}`).expect(200)).body as ScimUser).userName, userName);
+  });
+
   test('lists filter by userName, externalId and id (with and, or, not), page by startIndex and count', async () => {
     const tag = `page-${randomUUID().slice(0, 8)}`;
     const users: ScimUser[] = [];
@@ -620,6 +650,61 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     assert.equal(timedOut.status, '408');
   });
 
+  test("a PATCH's value filters make at most 500,000 comparisons against a group's members: at it they apply, one past it is 400 tooMany, refused before any of it runs; Okta's exact removals are not counted", async () => {
+    const users: ScimUser[] = [];
+    for (let batch = 0; batch < 10; batch++)
+      users.push(...(await Promise.all(Array.from({ length: 25 }, () => create()))));
+    const group = await dir.post('/Groups', {
+      schemas: [GROUP_SCHEMA],
+      displayName: unique('big-group'),
+      members: users.map((u) => ({ value: u.id })),
+    });
+    assert.equal(group.status, 201, group.text);
+    const id = (group.body as { id: string }).id;
+    // 20 comparisons against 250 members is 5,000 an operation: 100 of them are the bound exactly.
+    const filterOf = (user: ScimUser, comparisons: number) =>
+      [...Array.from({ length: comparisons - 1 }, (_, i) => `value eq "nobody-${i}"`), `value eq "${user.id}"`].join(
+        ' or ',
+      );
+    const ops = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        op: 'replace',
+        path: `members[${filterOf(users[i]!, 20)}]`,
+        value: { value: users[i]!.id },
+      }));
+    const edge = await dir.patch(`/Groups/${id}`, ops(100));
+    assert.equal(edge.status, 200, edge.text);
+    assert.equal((edge.body as ScimGroup).members!.length, 250);
+    const version = (edge.body as ScimGroup).meta.version;
+
+    // One comparison more: refused, counted before any operation runs, so nothing of it is applied.
+    const past = await dir.patch(`/Groups/${id}`, [
+      ...ops(100),
+      { op: 'replace', path: `members[${filterOf(users[0]!, 1)}]`, value: { value: users[0]!.id } },
+    ]);
+    const refused = assertScimError(past, 400, 'tooMany');
+    assert.match(refused.detail, /at most 500000 comparisons .*these could make 500250\./);
+    // The issue's shape (a thousand add operations of filters that match nothing) is refused the same way, and
+    // /healthz, asked at the same time, is answered.
+    const adds = Array.from({ length: 1000 }, (_, i) => ({
+      op: 'add',
+      path: `members[${Array.from({ length: 5 }, (_, j) => `value co "!${j}"`).join(' or ')}]`,
+      value: { value: users[i % 250]!.id },
+    }));
+    const [flood, healthz] = await Promise.all([dir.patch(`/Groups/${id}`, adds), server.http.get('/healthz')]);
+    assertScimError(flood, 400, 'tooMany');
+    assert.equal(healthz.status, 200);
+    assert.equal(((await dir.get(`/Groups/${id}`).expect(200)).body as ScimGroup).meta.version, version);
+
+    // Okta's removals by exact value are a plain scan, not counted: with the bound's worth of filters before them,
+    // they take every member out.
+    const removals = users.map((u) => ({ op: 'remove', path: `members[value eq "${u.id}"]` }));
+    const emptied = await dir.patch(`/Groups/${id}`, [...ops(100), ...removals]);
+    assert.equal(emptied.status, 200, emptied.text);
+    assert.deepEqual((emptied.body as ScimGroup).members, []);
+    assertScimError(await dir.patch(`/Groups/${id}`, removals.slice(0, 1)), 400, 'noTarget');
+  });
+
   test('a PATCH carries at most 1,000 operations: 1,000 apply, 1,001 and 10,000 are 413', async () => {
     const user = await create();
     const ops = (n: number) =>
@@ -924,23 +1009,43 @@ describe('SCIM 2.0 service provider (/scim/v2)', () => {
     assert.equal(crowded.meta.version, `"${crowd.body.id}.v21"`);
   });
 
-  test('failed attempts spend the client address rate budget: 50 fail with 401, then 429 even for the right token', async () => {
+  test("failed attempts spend the address's SCIM budget: the 50th is 401, the 51st 429, while the directory's own token goes on", async () => {
     const ip = ipOf();
-    const wrong = directory(server.url, { token: 'not-the-directory-secret', ip });
-    for (let i = 0; i < 50; i++) assertScimError(await wrong.get('/Users'), 401);
-    const refused = await wrong.get('/Users');
+    const wrong = (n: number) => directory(server.url, { token: `wrong${n}`, ip });
+    for (let i = 0; i < 49; i++) assertScimError(await wrong(i).get('/Users'), 401);
+    const user = await create();
+    // The directory's credential from the same address, between the failures and after them, is never refused.
+    await directory(server.url, { ip }).get('/Users?count=0').expect(200);
+    assertScimError(await wrong(49).get('/Users'), 401);
+    const refused = await wrong(50).get('/Users');
     assertScimError(refused, 429);
     assert.match(refused.headers['retry-after']!, /^\d+$/);
     assert.match(refused.headers['ratelimit']!, /^"orders";r=0;t=\d+$/);
-    // Refused before the credential is compared: the right one from that address is refused too, for now.
-    assertScimError(await directory(server.url, { ip }).get('/Users'), 429);
+    // The guesser stays stopped, whatever it sends: no credential, a malformed one, a person's token.
+    assertScimError(await server.http.get('/scim/v2/Users').set('x-forwarded-for', ip), 429);
+    const from = directory(server.url, { ip });
+    await from.get('/Users?count=0').expect(200);
+    const patched = await from.patch(`/Users/${user.id}`, [{ op: 'replace', path: 'displayName', value: 'Still' }]);
+    assert.equal(patched.status, 200, patched.text);
     // Another address is not affected.
-    await directory(server.url, { ip: ipOf() }).get('/Users?count=0').expect(200);
+    assertScimError(await wrong(51).get('/Users').set('x-forwarded-for', ipOf()), 401);
 
     // 60 at once from one address: exactly 50 are let through to fail, the rest are 429.
     const busy = directory(server.url, { token: 'still-not-the-secret', ip: ipOf() });
     const answers = await Promise.all(Array.from({ length: 60 }, () => busy.get('/Users')));
     assert.deepEqual(answers.map((a) => a.status).sort(), [...Array(50).fill(401), ...Array(10).fill(429)]);
+  });
+
+  test("a person's valid token without the scim scope spends that person's budget, not the directory's address's", async () => {
+    const ip = ipOf();
+    const bob = directory(server.url, { token: await server.token('bob'), ip });
+    for (let i = 0; i < 50; i++) assertScimError(await bob.get('/Users'), 403, undefined);
+    assertScimError(await bob.get('/Users'), 429);
+    // From another address too: the budget is bob's.
+    assertScimError(await bob.get('/Users').set('x-forwarded-for', ipOf()), 429);
+    // The address has spent nothing: a wrong credential from it is still a plain 401, and the directory is answered.
+    assertScimError(await directory(server.url, { token: 'wrong', ip }).get('/Users'), 401);
+    await directory(server.url, { ip }).get('/Users?count=0').expect(200);
   });
 
   test("anonymous sign-in starts from the directory's address do not lock the directory out: SCIM has its own budget", async () => {

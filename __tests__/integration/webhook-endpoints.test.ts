@@ -220,8 +220,6 @@ describe('webhook endpoints: REST and GraphQL, ownership, limits, step-up and SS
     await problem(call('POST', `${path}/rotate-secret`, { token: bob }), 404, 'NOT_FOUND');
     await problem(call('GET', `${path}/deliveries`, { token: bob }), 404, 'NOT_FOUND');
     await problem(call('POST', `${path}/ping`, { token: bob }), 404, 'NOT_FOUND');
-    // Staff see every order, but not other people's endpoints.
-    await problem(call('GET', path, { token: carol }), 404, 'NOT_FOUND');
     const bobs = await call('GET', '/webhook-endpoints', { token: bob });
     assert.ok(!bobs.json<{ webhook_endpoints: Endpoint[] }>().webhook_endpoints.some((e) => e.id === id));
     await problem(call('GET', '/webhook-endpoints/not-an-id', { token: alice }), 404, 'NOT_FOUND');
@@ -234,6 +232,72 @@ describe('webhook endpoints: REST and GraphQL, ownership, limits, step-up and SS
       create(noScope, { url: 'https://public.test/x', events: ['order.created'] }),
       403,
       'INSUFFICIENT_SCOPE',
+    );
+  });
+
+  test("staff list, read and disable anyone's endpoint (REST and GraphQL), and may change nothing else of it", async () => {
+    const created = await create(alice, { url: 'https://public.test/watched', events: ['order.created'] });
+    assert.equal(created.status, 201, created.text);
+    const { id } = created.json<Endpoint>();
+    const path = `/webhook-endpoints/${id}`;
+    const listed = await call('GET', '/webhook-endpoints?limit=100', { token: carol });
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(
+      listed
+        .json<{ webhook_endpoints: Endpoint[] }>()
+        .webhook_endpoints.filter((e) => e.id === id)
+        .map((e) => e.url),
+      ['https://public.test/watched'],
+    );
+    const read = await call('GET', path, { token: carol });
+    assert.equal(read.status, 200, read.text);
+    assert.equal(read.headers.get('etag'), `"${id}.v1"`);
+    assert.equal((await call('GET', `${path}/deliveries`, { token: carol })).status, 200);
+    // Only enabling and disabling: the rest is the owner's (403, as the endpoint is visible to staff).
+    for (const [method, sub, opts] of [
+      ['PATCH', '', { body: { url: 'https://public.test/elsewhere' }, headers: { 'if-match': `"${id}.v1"` } }],
+      ['PATCH', '', { body: { enabled: false, description: 'x' }, headers: { 'if-match': `"${id}.v1"` } }],
+      ['DELETE', '', {}],
+      ['POST', '/rotate-secret', {}],
+      ['POST', '/ping', {}],
+    ] as const) {
+      const refused = await problem(call(method, `${path}${sub}`, { token: carol, ...opts }), 403, 'FORBIDDEN');
+      assert.equal(refused.body.detail, "Staff may disable or enable someone else's webhook endpoint, nothing more.");
+    }
+    // A staff write like any other: a second factor first.
+    await problem(
+      call('PATCH', path, { token: carolPassword, body: { enabled: false }, headers: { 'if-match': `"${id}.v1"` } }),
+      401,
+      'INSUFFICIENT_USER_AUTHENTICATION',
+    );
+    const disabled = await call('PATCH', path, {
+      token: carol,
+      body: { enabled: false },
+      headers: { 'if-match': `"${id}.v1"` },
+    });
+    assert.equal(disabled.status, 200, disabled.text);
+    assert.deepEqual([disabled.json<Endpoint>().enabled, disabled.headers.get('etag')], [false, `"${id}.v2"`]);
+    assert.equal((await call('GET', path, { token: alice })).json<Endpoint>().enabled, false);
+    // The GraphQL mirror: staff read and enable it again; a customer who does not own it sees null.
+    const byStaff = await server.gql(
+      'query($id: ID!) { webhookEndpoint(id: $id) { id enabled } webhookEndpoints(first: 100) { id } }',
+      { id },
+      { token: carol },
+    );
+    assert.deepEqual(byStaff.body.data!.webhookEndpoint, { id, enabled: false });
+    assert.ok((byStaff.body.data!.webhookEndpoints as { id: string }[]).some((e) => e.id === id));
+    const enabled = await server.gql(
+      'mutation($id: ID!, $etag: String) { updateWebhookEndpoint(id: $id, etag: $etag, input: { enabled: true }) { enabled etag } }',
+      { id, etag: `"${id}.v2"` },
+      { token: carol },
+    );
+    assert.deepEqual(enabled.body.data!.updateWebhookEndpoint, { enabled: true, etag: `"${id}.v3"` });
+    const byBob = await server.gql('query($id: ID!) { webhookEndpoint(id: $id) { id } }', { id }, { token: bob });
+    assert.equal(byBob.body.data!.webhookEndpoint, null);
+    await problem(
+      call('PATCH', path, { token: bob, body: { enabled: false }, headers: { 'if-match': `"${id}.v3"` } }),
+      404,
+      'NOT_FOUND',
     );
   });
 
@@ -312,6 +376,35 @@ describe('webhook endpoints: REST and GraphQL, ownership, limits, step-up and SS
       unspecified.body.errors![0]!.reason,
       'resolves to ::, an unspecified address, which webhooks may not call',
     );
+    assert.equal(sockets, 0);
+    assert.equal(receiver.connections(), 0);
+  });
+
+  test('IPv6 forms that embed a loopback IPv4 address (compatible, SIIT, mapped, NAT64, 6to4, Teredo) are refused', async () => {
+    for (const [host, address, form] of [
+      ['::7f00:1', '::7f00:1', 'IPv4-compatible'],
+      ['::ffff:0:7f00:1', '::ffff:0:7f00:1', 'IPv4-translated (SIIT)'],
+      ['::ffff:127.0.0.1', '::ffff:7f00:1', 'IPv4-mapped'],
+      ['64:ff9b::127.0.0.1', '64:ff9b::7f00:1', 'NAT64'],
+      ['2002:7f00:1::', '2002:7f00:1::', '6to4'],
+      ['2001:0:7f00:1::', '2001:0:7f00:1::', 'Teredo'],
+    ] as const) {
+      const res = await create(alice, { url: `http://[${host}]:${receiver.port}/hook`, events: ['order.created'] });
+      assert.equal(res.status, 422, res.text);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json; charset=utf-8');
+      const reason = `resolves to ${address}, the ${form} form of 127.0.0.1, a loopback address, which webhooks may not call`;
+      assert.deepEqual(res.json(), {
+        type: '/problems/invalid-input',
+        title: 'Invalid input',
+        status: 422,
+        detail: `/url: ${reason}`,
+        instance: '/v1/webhook-endpoints',
+        code: 'BAD_USER_INPUT',
+        errors: [{ pointer: '/url', reason }],
+      });
+    }
+    const publicOne = await create(alice, { url: 'http://[64:ff9b::203.0.113.10]/hook', events: ['order.created'] });
+    assert.equal(publicOne.status, 201, publicOne.text);
     assert.equal(sockets, 0);
     assert.equal(receiver.connections(), 0);
   });

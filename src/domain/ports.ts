@@ -119,11 +119,11 @@ export interface DirectoryRepository {
   /** Inserts the user, replacing a deleted one with the same externalId; an inactive one is refused from now. */
   insertUser(id: string, input: DirectoryUserInput, revision: string): Promise<DirectoryUser>;
   /**
-   * When the user's externalId is about to change: keeps refusing the tokens its current key refuses now, as a
-   * deleted row of that key with the new `id` (all of them while the user is inactive, else those issued before its
-   * last deactivation). Nothing when the user refuses nothing.
+   * When the user's externalId is about to change: keeps refusing under its current key what the user refuses once
+   * this write is done (`activeAfter`), as a deleted row of that key with the new `id`: all of its tokens when the
+   * user is or becomes inactive, else those issued before its last deactivation. Nothing when that refuses nothing.
    */
-  keepRefusing(userId: string, id: string, revision: string): Promise<void>;
+  keepRefusing(userId: string, id: string, revision: string, activeAfter: boolean): Promise<void>;
   /**
    * Replaces the user's attributes; going inactive refuses tokens issued before now, even after reactivation. A
    * deleted row with the new externalId is what the user takes over: the tokens it refused stay refused.
@@ -176,9 +176,11 @@ export interface NewWebhookMessage {
   readonly body: string;
   readonly trace?: { readonly traceparent: string; readonly tracestate?: string };
   readonly maxAttempts: number;
+  /** The customer whose order the message is about (null for a ping): who may still be sent it. */
+  readonly orderCustomerId: string | null;
 }
 
-/** Webhook endpoints and their deliveries, always within one owner: someone else's endpoint is not found. */
+/** Webhook endpoints and their deliveries, within one owner (or every owner's, `ownerSubject` null: staff). */
 export interface WebhookRepository {
   /**
    * Takes the owner's turn for the rest of the transaction (concurrent creates of one owner go one at a time, so
@@ -186,10 +188,10 @@ export interface WebhookRepository {
    */
   lockOwner(subject: string): Promise<number>;
   insertEndpoint(endpoint: WebhookEndpoint, secret: string): Promise<void>;
-  findEndpoint(ownerSubject: string, id: string): Promise<WebhookEndpoint | null>;
+  findEndpoint(ownerSubject: string | null, id: string): Promise<WebhookEndpoint | null>;
   /** Newest first. */
   listEndpoints(
-    ownerSubject: string,
+    ownerSubject: string | null,
     opts: { readonly limit: number; readonly after?: WebhookCursor },
   ): Promise<WebhookEndpoint[]>;
   /** Compare-and-set on the version: null when the endpoint is gone or has moved on. */
@@ -210,6 +212,13 @@ export interface WebhookRepository {
   findDelivery(endpointId: string, id: string, attempts: number): Promise<WebhookDelivery | null>;
   /** Sends the message once more, now: one attempt beyond those it has had. */
   retryDelivery(endpointId: string, id: string): Promise<boolean>;
+  /** Whose order a message is about: a customer id, null for a ping, undefined when there is no such message. */
+  messageAbout(endpointId: string, id: string): Promise<string | null | undefined>;
+  /**
+   * The roles an owner's newest credential showed (`staff`, as of `at`, its issue time) on all their endpoints,
+   * unless an endpoint already has those of a newer credential.
+   */
+  noteOwnerRoles(subject: string, staff: boolean, at: Date): Promise<void>;
   insertMessages(messages: readonly NewWebhookMessage[]): Promise<void>;
   /** Every enabled endpoint, for deriving messages from events. */
   enabledEndpoints(): Promise<WebhookEndpoint[]>;
@@ -240,6 +249,8 @@ export interface ClaimedWebhookMessage {
   /** The current secret first, then the previous one while it is still valid. */
   readonly secrets: readonly string[];
   readonly owner: WebhookOwner;
+  /** The customer whose order it is about (null for a ping). */
+  readonly orderCustomerId: string | null;
 }
 
 /** How one attempt went, and what becomes of the message. */
@@ -259,12 +270,15 @@ export interface WebhookAttemptRecord {
 export interface WebhookQueue {
   /**
    * Claims up to `limit` due messages of enabled endpoints for `leaseMs` (skipping rows another replica holds), so
-   * that no endpoint has more than `perEndpoint` in flight here, counting those already `inFlight`.
+   * that no endpoint has more than `perEndpoint` in flight here, and no owner (subject) more than `perOwner`,
+   * counting those already in flight (`inFlight` by endpoint id, `ownersInFlight` by owner subject).
    */
   claim(opts: {
     readonly limit: number;
     readonly perEndpoint: number;
+    readonly perOwner: number;
     readonly inFlight: ReadonlyMap<string, number>;
+    readonly ownersInFlight: ReadonlyMap<string, number>;
     readonly leaseMs: number;
     readonly token: string;
   }): Promise<ClaimedWebhookMessage[]>;

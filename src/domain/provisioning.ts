@@ -43,6 +43,14 @@ function text(value: string | null, attribute: string, { required = false } = {}
   if (value.length > MAX_TEXT) throw invalidValue(`${attribute} is longer than ${MAX_TEXT} characters.`);
 }
 
+/**
+ * The userName as it is kept and compared: NFKC (a fullwidth or compatibility form is its plain twin) without the
+ * code points Unicode says to ignore in display (zero-width space, BOM, soft hyphen...), so that a name cannot be
+ * made unique by what no one sees (UTS #39's confusable twins of this kind).
+ */
+export const canonicalUserName = (userName: string) =>
+  userName.normalize('NFKC').replace(/\p{Default_Ignorable_Code_Point}/gu, '');
+
 function checkUser(input: DirectoryUserInput): void {
   text(input.userName, 'userName', { required: true });
   // Okta and Entra send sign-in names trimmed; one that is not would be unique only by its white space.
@@ -110,11 +118,16 @@ export function createProvisioning(deps: { storage: Storage; feed: DirectoryFeed
     }
   }
 
-  /** Sessions of someone who is (now) inactive end with the write that made them so. */
+  /**
+   * Sessions of someone who is (now) inactive end with the write that made them so: those signed in under the key
+   * they had before it (the one their sessions carry) and under the key they have after it.
+   */
   async function endSessions(tx: DirectoryRepository, before: DirectoryUser | null, after: DirectoryUser) {
-    if (after.active || after.externalId === null) return;
-    if (before && !before.active && before.externalId === after.externalId) return;
-    await tx.revokeSessionsOf(after.externalId);
+    if (after.active) return;
+    for (const key of new Set([before?.externalId ?? null, after.externalId])) {
+      if (key === null || (before && !before.active && before.externalId === key)) continue;
+      await tx.revokeSessionsOf(key);
+    }
   }
 
   async function membersExist(tx: DirectoryRepository, ids: readonly string[]) {
@@ -131,7 +144,8 @@ export function createProvisioning(deps: { storage: Storage; feed: DirectoryFeed
   }
 
   const users = {
-    async create(input: DirectoryUserInput): Promise<DirectoryUser> {
+    async create(given: DirectoryUserInput): Promise<DirectoryUser> {
+      const input = { ...given, userName: canonicalUserName(given.userName) };
       checkUser(input);
       return committed(async (tx, revision) => {
         await uniqueUser(tx, input, null);
@@ -170,12 +184,14 @@ export function createProvisioning(deps: { storage: Storage; feed: DirectoryFeed
         const current = await tx.findUser(id);
         if (!current) throw notFound('User', id);
         if (!tagMatches(precondition, entityTag(current))) throw preconditionFailed();
-        const input = change(current);
+        const changed = change(current);
+        const input = { ...changed, userName: canonicalUserName(changed.userName) };
         checkUser(input);
         await uniqueUser(tx, input, id);
-        // The deny list is keyed by what tokens carry: a key leaving a refused user stays refused.
+        // The deny list is keyed by what tokens and sessions carry: the key leaving the user keeps refusing what the
+        // user refuses after this write (a rename or removal of externalId with active:false, a PUT without it).
         if (current.externalId !== null && input.externalId !== current.externalId) {
-          await tx.keepRefusing(id, newId('usr'), revision);
+          await tx.keepRefusing(id, newId('usr'), revision, input.active);
         }
         const user = (await tx.updateUser(id, input, revision))!;
         await endSessions(tx, current, user);

@@ -7,15 +7,14 @@ import type { Storage, WebhookEndpointChange } from './ports.js';
 import { isStaff, requireScope, requireStepUp, SCOPES, type Principal, type StepUpRule, type User } from './policy.js';
 import { createWebhookAudience } from './webhookAudience.js';
 import {
-  isWebhookEventType,
+  descriptionProblems,
+  eventsProblems,
   PING,
   urlProblems,
-  WEBHOOK_EVENT_TYPES,
   WEBHOOK_LIMITS,
   type WebhookCursor,
   type WebhookDelivery,
   type WebhookEndpoint,
-  type WebhookEventType,
 } from './webhooks.js';
 
 /** Where a receiver's host resolves to is checked by the delivery side (it needs DNS): a reason to refuse, or null. */
@@ -84,16 +83,26 @@ export function createWebhookService(deps: {
 }) {
   const { storage, stepUp } = deps;
 
-  /** Endpoints are managed by their owner only; a staff owner's writes need the step-up like every staff write. */
+  /** Endpoints are managed by their owner; staff writes (their own endpoints' or not) need the step-up. */
   function writer(principal: Principal): User {
     const user = requireScope(principal, SCOPES.read);
     if (isStaff(user)) requireStepUp(user, stepUp);
     return user;
   }
 
-  async function owned(user: User, id: string): Promise<WebhookEndpoint> {
-    const endpoint = WEBHOOK_ENDPOINT_ID.test(id) ? await storage.webhooks.findEndpoint(user.subject, id) : null;
+  /** The caller's endpoint, or for staff anyone's (as staff read every order); someone else's is a customer's 404. */
+  async function visible(user: User, id: string): Promise<WebhookEndpoint | null> {
+    if (!WEBHOOK_ENDPOINT_ID.test(id)) return null;
+    return storage.webhooks.findEndpoint(isStaff(user) ? null : user.subject, id);
+  }
+
+  /** An endpoint the caller may manage: their own. Staff see others' and may only disable or enable them. */
+  async function owned(user: User, id: string, staffMay: 'read' | 'enable' = 'read'): Promise<WebhookEndpoint> {
+    const endpoint = await visible(user, id);
     if (!endpoint) throw notFound('Webhook endpoint');
+    if (endpoint.owner.subject !== user.subject && staffMay !== 'enable') {
+      throw new DomainError('FORBIDDEN', "Staff may disable or enable someone else's webhook endpoint, nothing more.");
+    }
     return endpoint;
   }
 
@@ -105,42 +114,16 @@ export function createWebhookService(deps: {
     return refusal ? [{ pointer, reason: refusal }] : [];
   }
 
-  function checkEvents(value: unknown, pointer: string): { invalid: InvalidField[]; events: WebhookEventType[] } {
-    if (!Array.isArray(value) || value.length === 0) {
-      return {
-        invalid: [{ pointer, reason: `must be a non-empty list of ${WEBHOOK_EVENT_TYPES.join(', ')}` }],
-        events: [],
-      };
-    }
-    const invalid: InvalidField[] = [];
-    value.forEach((type, i) => {
-      if (!isWebhookEventType(type)) {
-        invalid.push({
-          pointer: `${pointer}/${i}`,
-          reason: `unknown event type; one of ${WEBHOOK_EVENT_TYPES.join(', ')}`,
-        });
-      }
-    });
-    return { invalid, events: WEBHOOK_EVENT_TYPES.filter((t) => value.includes(t)) };
-  }
-
-  function checkDescription(value: unknown, pointer: string): InvalidField[] {
-    if (value === null || value === undefined) return [];
-    if (typeof value !== 'string') return [{ pointer, reason: 'must be a string or null' }];
-    return value.length > WEBHOOK_LIMITS.maxDescriptionLength
-      ? [{ pointer, reason: `must be at most ${WEBHOOK_LIMITS.maxDescriptionLength} characters` }]
-      : [];
-  }
-
   /** Runs a compare-and-set write on the caller's endpoint, re-reading on a lost race, under the precondition. */
   async function writeOwned<T>(
     user: User,
     id: string,
     precondition: Precondition | undefined,
     attempt: (endpoint: WebhookEndpoint) => Promise<T | null>,
+    staffMay: 'read' | 'enable' = 'read',
   ): Promise<T> {
     for (let n = 1; ; n++) {
-      const endpoint = await owned(user, id);
+      const endpoint = await owned(user, id, staffMay);
       if (!tagMatches(precondition, entityTag(endpoint))) throw changed();
       const result = await attempt(endpoint);
       if (result !== null) return result;
@@ -158,11 +141,11 @@ export function createWebhookService(deps: {
     /** Registers an endpoint for the caller: they own it, and it receives what they may read. */
     async create(principal: Principal, input: NewWebhookEndpoint): Promise<EndpointWithSecret> {
       const user = writer(principal);
-      const { invalid: eventProblems, events } = checkEvents(input.events, '/events');
+      const { invalid: eventProblems, events } = eventsProblems(input.events, '/events');
       const invalid = [
         ...(await checkUrl(input.url, '/url')),
         ...eventProblems,
-        ...checkDescription(input.description, '/description'),
+        ...descriptionProblems(input.description, '/description'),
       ];
       if (invalid.length) throw invalidInput(invalid);
       const now = new Date().toISOString();
@@ -171,7 +154,9 @@ export function createWebhookService(deps: {
         owner: {
           subject: user.subject,
           customerId: await deps.customers.idFor(user),
-          staff: isStaff(user),
+          // The credential's own role: what decides whenever the directory does not.
+          staff: user.staffByToken ?? isStaff(user),
+          rolesAt: user.issuedAt ?? Date.now(),
           directoryKey: user.directoryKey ?? null,
         },
         url: input.url as string,
@@ -205,17 +190,16 @@ export function createWebhookService(deps: {
       const user = requireScope(principal, SCOPES.read);
       const limit = pageSize(opts.first);
       if (limit === 0) return { items: [], hasMore: false, limit };
-      const rows = await storage.webhooks.listEndpoints(user.subject, {
+      const rows = await storage.webhooks.listEndpoints(isStaff(user) ? null : user.subject, {
         limit: limit + 1,
         ...(opts.after ? { after: opts.after } : {}),
       });
       return { items: rows.slice(0, limit), hasMore: rows.length > limit, limit };
     },
 
-    /** The caller's endpoint, or null (someone else's is reported exactly like a missing one). */
+    /** The caller's endpoint (staff: anyone's), or null (someone else's is reported exactly like a missing one). */
     async get(principal: Principal, id: string): Promise<WebhookEndpoint | null> {
-      const user = requireScope(principal, SCOPES.read);
-      return WEBHOOK_ENDPOINT_ID.test(id) ? storage.webhooks.findEndpoint(user.subject, id) : null;
+      return visible(requireScope(principal, SCOPES.read), id);
     },
 
     /** Applies a merge patch under a precondition; enabling again clears what disabled it. */
@@ -233,12 +217,12 @@ export function createWebhookService(deps: {
         if (typeof patch.url === 'string') change.url = patch.url;
       }
       if (patch.events !== undefined) {
-        const checked = checkEvents(patch.events, '/events');
+        const checked = eventsProblems(patch.events, '/events');
         invalid.push(...checked.invalid);
         change.events = checked.events;
       }
       if (patch.description !== undefined) {
-        invalid.push(...checkDescription(patch.description, '/description'));
+        invalid.push(...descriptionProblems(patch.description, '/description'));
         change.description = patch.description as string | null;
       }
       if (patch.enabled !== undefined) {
@@ -246,10 +230,16 @@ export function createWebhookService(deps: {
         else change.enabled = patch.enabled;
       }
       if (invalid.length) throw invalidInput(invalid);
-      return writeOwned(user, id, precondition, (endpoint) =>
-        Object.keys(change).length
-          ? storage.webhooks.updateEndpoint(endpoint.id, endpoint.version, change)
-          : Promise.resolve(endpoint),
+      const onlyEnabled = Object.keys(change).every((key) => key === 'enabled');
+      return writeOwned(
+        user,
+        id,
+        precondition,
+        (endpoint) =>
+          Object.keys(change).length
+            ? storage.webhooks.updateEndpoint(endpoint.id, endpoint.version, change)
+            : Promise.resolve(endpoint),
+        onlyEnabled ? 'enable' : 'read',
       );
     },
 
@@ -278,7 +268,7 @@ export function createWebhookService(deps: {
       opts: { readonly first?: number | null; readonly after?: WebhookCursor } = {},
     ): Promise<WebhookPage<WebhookDelivery>> {
       const user = requireScope(principal, SCOPES.read);
-      const endpoint = await owned(user, id);
+      const endpoint = await owned(user, id, 'enable');
       const limit = pageSize(opts.first);
       if (limit === 0) return { items: [], hasMore: false, limit };
       const rows = await storage.webhooks.deliveries(endpoint.id, {
@@ -293,9 +283,15 @@ export function createWebhookService(deps: {
     async retry(principal: Principal, id: string, deliveryId: string): Promise<WebhookDelivery> {
       const user = writer(principal);
       const endpoint = await owned(user, id);
-      if (!WEBHOOK_MESSAGE_ID.test(deliveryId) || !(await storage.webhooks.retryDelivery(endpoint.id, deliveryId))) {
-        throw notFound('Delivery');
+      const about = WEBHOOK_MESSAGE_ID.test(deliveryId)
+        ? await storage.webhooks.messageAbout(endpoint.id, deliveryId)
+        : undefined;
+      if (about === undefined) throw notFound('Delivery');
+      // The owner's privileges now, not when the message was made: a demoted owner re-sends no one else's order.
+      if (about !== null && !isStaff(user) && about !== endpoint.owner.customerId) {
+        throw new DomainError('FORBIDDEN', 'This message is about an order you may no longer read; it is not sent.');
       }
+      if (!(await storage.webhooks.retryDelivery(endpoint.id, deliveryId))) throw notFound('Delivery');
       deps.onQueued();
       return deliveryOf(endpoint.id, deliveryId);
     },
@@ -311,13 +307,21 @@ export function createWebhookService(deps: {
         data: { endpoint_id: endpoint.id },
       });
       await storage.webhooks.insertMessages([
-        { id: messageId, endpointId: endpoint.id, eventId: null, type: PING, body, maxAttempts: 1 },
+        {
+          id: messageId,
+          endpointId: endpoint.id,
+          eventId: null,
+          type: PING,
+          body,
+          maxAttempts: 1,
+          orderCustomerId: null,
+        },
       ]);
       deps.onQueued();
       return deliveryOf(endpoint.id, messageId);
     },
 
-    ...createWebhookAudience(deps.directory),
+    ...createWebhookAudience({ storage, directory: deps.directory }),
 
     maxAttempts: deps.maxAttempts,
   };

@@ -16,13 +16,20 @@ export const WEBHOOK_LIMITS = {
   previousSecretHours: 24,
   /** Attempts listed with each delivery (the newest). */
   maxListedAttempts: 50,
+  /**
+   * Without a directory deciding the staff role, the staff role an owner's newest credential showed counts this long
+   * after that credential was issued: an owner who is never seen again stops receiving other customers' orders.
+   */
+  ownerRolesMaxAgeHours: 24,
 } as const;
 
 /** Whom an endpoint belongs to, as the visibility rule and the directory need it. */
 export interface WebhookOwner {
   readonly subject: string;
   readonly customerId: string;
+  /** Whether the owner's newest credential seen carried the staff role, and when it was issued (ms since the epoch). */
   readonly staff: boolean;
+  readonly rolesAt: number;
   /** The directory key of the owner's credential when it had one: a deactivated owner's endpoints receive nothing. */
   readonly directoryKey: string | null;
 }
@@ -79,6 +86,37 @@ export function webhookTypesOf(event: OrderEvent): WebhookEventType[] {
   if (event.kind === 'created') return ['order.created'];
   if (event.kind !== 'updated' || event.order.status === 'pending') return [];
   return event.order.status === 'cancelled' ? ['order.status_changed', 'order.cancelled'] : ['order.status_changed'];
+}
+
+/** An endpoint's `events`: a non-empty list of known types (one pointer per unknown one), in the catalogue's order. */
+export function eventsProblems(
+  value: unknown,
+  pointer: string,
+): { invalid: InvalidField[]; events: WebhookEventType[] } {
+  if (!Array.isArray(value) || value.length === 0) {
+    return {
+      invalid: [{ pointer, reason: `must be a non-empty list of ${WEBHOOK_EVENT_TYPES.join(', ')}` }],
+      events: [],
+    };
+  }
+  const invalid: InvalidField[] = [];
+  value.forEach((type, i) => {
+    if (!isWebhookEventType(type)) {
+      invalid.push({
+        pointer: `${pointer}/${i}`,
+        reason: `unknown event type; one of ${WEBHOOK_EVENT_TYPES.join(', ')}`,
+      });
+    }
+  });
+  return { invalid, events: WEBHOOK_EVENT_TYPES.filter((t) => value.includes(t)) };
+}
+
+export function descriptionProblems(value: unknown, pointer: string): InvalidField[] {
+  if (value === null || value === undefined) return [];
+  if (typeof value !== 'string') return [{ pointer, reason: 'must be a string or null' }];
+  return value.length > WEBHOOK_LIMITS.maxDescriptionLength
+    ? [{ pointer, reason: `must be at most ${WEBHOOK_LIMITS.maxDescriptionLength} characters` }]
+    : [];
 }
 
 export function isWebhookEventType(value: unknown): value is WebhookEventType {

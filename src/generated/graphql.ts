@@ -120,7 +120,7 @@ export type Mutation = {
    * `INSUFFICIENT_USER_AUTHENTICATION`, whose `acrValues` and `maxAge` say what to sign in with.
    */
   updateOrderStatus: Maybe<Order>;
-  /** Changes what is given of one of the caller's endpoints; `enabled: true` resumes one the service disabled. */
+  /** Changes what is given of one of the caller's endpoints; `enabled: true` resumes one the service disabled. Staff may change `enabled` of anyone's. */
   updateWebhookEndpoint: Maybe<WebhookEndpoint>;
 };
 
@@ -363,11 +363,11 @@ export type Query = {
   recentOrders: Array<Order>;
   /** Who is calling: `null` for an anonymous request. */
   viewer: Maybe<Viewer>;
-  /** One of the caller's webhook endpoints, or `null` when there is none such or it is someone else's. */
+  /** One of the caller's webhook endpoints (staff: anyone's), or `null` when there is none such or it is someone else's. */
   webhookEndpoint: Maybe<WebhookEndpoint>;
   /**
-   * The caller's webhook endpoints, newest first (the REST `/v1/webhook-endpoints`). Values of `first`
-   * above 100 behave as 100. Needs the `orders:read` scope.
+   * The caller's webhook endpoints (staff: everyone's), newest first (the REST `/v1/webhook-endpoints`).
+   * Values of `first` above 100 behave as 100. Needs the `orders:read` scope.
    */
   webhookEndpoints: Array<WebhookEndpoint>;
 };

@@ -160,3 +160,37 @@ export async function takeChallenge(db: Queryable, challenge: string): Promise<W
     ? { challenge: r.challenge, purpose: r.purpose, subject: r.subject, interaction: r.interaction }
     : undefined;
 }
+
+/** One live enrolment code per user, kept (hashed) beside oidc-provider's models so the sweep deletes it expired. */
+const ENROLMENT_MODEL = 'EnrolmentCode';
+
+/** Stores the hash of a new enrolment code for `subject`, replacing any earlier one; returns when it expires. */
+export async function saveEnrolmentCode(db: Queryable, subject: string, hash: string, ttlSeconds: number) {
+  const [row] = await db.query(
+    `insert into idp_models (model, id, payload, expires_at)
+     values ($1, $2, jsonb_build_object('hash', $3::text), now() + make_interval(secs => $4))
+     on conflict (model, id) do update set payload = excluded.payload, expires_at = excluded.expires_at
+     returning expires_at`,
+    [ENROLMENT_MODEL, subject, hash, ttlSeconds],
+  );
+  return z.coerce.date().parse(row!.expires_at);
+}
+
+/**
+ * Whether `hash` is `subject`'s live enrolment code; `take` also spends it, so that of two requests racing with one
+ * code only one binds a factor.
+ */
+export async function enrolmentCodeIsLive(
+  db: Queryable,
+  subject: string,
+  hash: string,
+  take: boolean,
+): Promise<boolean> {
+  const rows = await db.query(
+    `${take ? 'delete' : 'select id'} from idp_models
+      where model = $1 and id = $2 and payload->>'hash' = $3 and expires_at > now()
+      ${take ? 'returning id' : ''}`,
+    [ENROLMENT_MODEL, subject, hash],
+  );
+  return rows.length === 1;
+}

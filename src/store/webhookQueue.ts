@@ -18,6 +18,8 @@ const ClaimedRow = z.object({
   owner_customer_id: z.string(),
   owner_staff: z.boolean(),
   owner_directory_key: z.string().nullable(),
+  owner_roles_at: z.string(),
+  order_customer_id: z.string().nullable(),
 });
 
 function toClaimed(row: unknown): ClaimedWebhookMessage {
@@ -38,8 +40,10 @@ function toClaimed(row: unknown): ClaimedWebhookMessage {
       subject: r.owner_subject,
       customerId: r.owner_customer_id,
       staff: r.owner_staff,
+      rolesAt: Date.parse(r.owner_roles_at),
       directoryKey: r.owner_directory_key,
     },
+    orderCustomerId: r.order_customer_id,
   };
 }
 
@@ -51,21 +55,29 @@ function toClaimed(row: unknown): ClaimedWebhookMessage {
  */
 export function createWebhookQueue(db: Database): WebhookQueue {
   return {
-    async claim({ limit, perEndpoint, inFlight, leaseMs, token }) {
+    async claim({ limit, perEndpoint, perOwner, inFlight, ownersInFlight, leaseMs, token }) {
       if (limit <= 0) return [];
+      // Ranked within each endpoint first, then within each owner among what the endpoint bound left: a slow
+      // receiver holds its endpoint's slots, and one owner's many endpoints hold only that owner's.
       const rows = await db.query(
         `with due as (
-           select ranked.id from (
-             select m.id, m.endpoint_id, m.next_attempt_at,
-                    row_number() over (partition by m.endpoint_id order by m.next_attempt_at, m.id) as n
-             from webhook_messages m join webhook_endpoints e on e.id = m.endpoint_id
-             where m.status = 'pending' and m.next_attempt_at <= now()
-               and (m.claimed_until is null or m.claimed_until < now())
-               and e.enabled
-           ) ranked
-           left join unnest($3::text[], $6::int[]) as busy(endpoint_id, n) on busy.endpoint_id = ranked.endpoint_id
-           where ranked.n <= $2 - coalesce(busy.n, 0)
-           order by ranked.next_attempt_at, ranked.id
+           select byowner.id from (
+             select ranked.id, ranked.next_attempt_at, ranked.owner_subject,
+                    row_number() over (partition by ranked.owner_subject order by ranked.next_attempt_at, ranked.id) as o
+             from (
+               select m.id, m.endpoint_id, m.next_attempt_at, e.owner_subject,
+                      row_number() over (partition by m.endpoint_id order by m.next_attempt_at, m.id) as n
+               from webhook_messages m join webhook_endpoints e on e.id = m.endpoint_id
+               where m.status = 'pending' and m.next_attempt_at <= now()
+                 and (m.claimed_until is null or m.claimed_until < now())
+                 and e.enabled
+             ) ranked
+             left join unnest($3::text[], $6::int[]) as busy(endpoint_id, n) on busy.endpoint_id = ranked.endpoint_id
+             where ranked.n <= $2 - coalesce(busy.n, 0)
+           ) byowner
+           left join unnest($8::text[], $9::int[]) as owners(subject, n) on owners.subject = byowner.owner_subject
+           where byowner.o <= $7 - coalesce(owners.n, 0)
+           order by byowner.next_attempt_at, byowner.id
            limit $1
          ), locked as (
            select m.id from webhook_messages m join due on due.id = m.id
@@ -78,8 +90,19 @@ export function createWebhookQueue(db: Database): WebhookQueue {
          where m.id = locked.id and e.id = m.endpoint_id
          returning m.id, m.endpoint_id, m.type, m.body, m.trace_parent, m.trace_state, m.attempts, m.max_attempts,
            e.url, e.secret, case when e.previous_expires_at > now() then e.previous_secret end as previous_secret,
-           e.owner_subject, e.owner_customer_id, e.owner_staff, e.owner_directory_key`,
-        [limit, perEndpoint, [...inFlight.keys()], leaseMs, token, [...inFlight.values()]],
+           e.owner_subject, e.owner_customer_id, e.owner_staff, e.owner_directory_key, e.owner_roles_at,
+           m.order_customer_id`,
+        [
+          limit,
+          perEndpoint,
+          [...inFlight.keys()],
+          leaseMs,
+          token,
+          [...inFlight.values()],
+          perOwner,
+          [...ownersInFlight.keys()],
+          [...ownersInFlight.values()],
+        ],
       );
       return rows.map(toClaimed);
     },

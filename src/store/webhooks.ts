@@ -18,6 +18,7 @@ const EndpointRow = z.object({
   owner_customer_id: z.string(),
   owner_staff: z.boolean(),
   owner_directory_key: z.string().nullable(),
+  owner_roles_at: timestamp,
   url: z.string(),
   events: z.preprocess(
     (v) => (typeof v === 'string' ? (JSON.parse(v) as unknown) : v),
@@ -32,7 +33,8 @@ const EndpointRow = z.object({
 });
 
 export const ENDPOINT_COLUMNS =
-  'id, owner_subject, owner_customer_id, owner_staff, owner_directory_key, url, events, description, enabled, ' +
+  'id, owner_subject, owner_customer_id, owner_staff, owner_directory_key, owner_roles_at, url, events, description, ' +
+  'enabled, ' +
   'disabled_reason, version, created_at, updated_at';
 
 export function toEndpoint(row: unknown): WebhookEndpoint {
@@ -43,6 +45,7 @@ export function toEndpoint(row: unknown): WebhookEndpoint {
       subject: r.owner_subject,
       customerId: r.owner_customer_id,
       staff: r.owner_staff,
+      rolesAt: Date.parse(r.owner_roles_at),
       directoryKey: r.owner_directory_key,
     },
     url: r.url,
@@ -119,8 +122,8 @@ export function webhookRows(db: Queryable): WebhookRepository {
     async insertEndpoint(e, secret) {
       await db.query(
         `insert into webhook_endpoints (id, owner_subject, owner_customer_id, owner_staff, owner_directory_key, url,
-           events, description, enabled, secret, version, created_at, updated_at)
-         values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13)`,
+           events, description, enabled, secret, version, created_at, updated_at, owner_roles_at)
+         values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14)`,
         [
           e.id,
           e.owner.subject,
@@ -135,13 +138,14 @@ export function webhookRows(db: Queryable): WebhookRepository {
           e.version,
           e.createdAt,
           e.updatedAt,
+          new Date(e.owner.rolesAt),
         ],
       );
     },
 
     async findEndpoint(ownerSubject, id) {
       const [row] = await db.query(
-        `select ${ENDPOINT_COLUMNS} from webhook_endpoints where id = $1 and owner_subject = $2`,
+        `select ${ENDPOINT_COLUMNS} from webhook_endpoints where id = $1 and ($2::text is null or owner_subject = $2)`,
         [id, ownerSubject],
       );
       return row ? toEndpoint(row) : null;
@@ -155,7 +159,7 @@ export function webhookRows(db: Queryable): WebhookRepository {
         after = 'and (created_at, id) < ($3::timestamptz, $4)';
       }
       const rows = await db.query(
-        `select ${ENDPOINT_COLUMNS} from webhook_endpoints where owner_subject = $1 ${after}
+        `select ${ENDPOINT_COLUMNS} from webhook_endpoints where ($1::text is null or owner_subject = $1) ${after}
          order by created_at desc, id desc limit $2`,
         params,
       );
@@ -245,14 +249,34 @@ export function webhookRows(db: Queryable): WebhookRepository {
       return rows.length === 1;
     },
 
+    async messageAbout(endpointId, id) {
+      const [row] = await db.query<{ c: string | null }>(
+        'select order_customer_id as c from webhook_messages where endpoint_id = $1 and id = $2',
+        [endpointId, id],
+      );
+      return row ? row.c : undefined;
+    },
+
+    async noteOwnerRoles(subject, staff, at) {
+      // A demotion wins over a promotion of the same second.
+      await db.query(
+        `update webhook_endpoints set owner_staff = $2, owner_roles_at = $3
+         where owner_subject = $1
+           and (owner_roles_at < $3 or (owner_roles_at = $3 and owner_staff and not $2::boolean))`,
+        [subject, staff, at],
+      );
+    },
+
     async insertMessages(messages: readonly NewWebhookMessage[]) {
       if (!messages.length) return;
       await db.query(
         `insert into webhook_messages (id, endpoint_id, event_id, type, body, trace_parent, trace_state, max_attempts,
-           next_attempt_at)
-         select m.id, m.endpoint_id, m.event_id, m.type, m.body, m.trace_parent, m.trace_state, m.max_attempts, now()
-         from unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[])
-           as m(id, endpoint_id, event_id, type, body, trace_parent, trace_state, max_attempts)`,
+           order_customer_id, next_attempt_at)
+         select m.id, m.endpoint_id, m.event_id, m.type, m.body, m.trace_parent, m.trace_state, m.max_attempts,
+           m.order_customer_id, now()
+         from unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[],
+           $9::text[])
+           as m(id, endpoint_id, event_id, type, body, trace_parent, trace_state, max_attempts, order_customer_id)`,
         [
           messages.map((m) => m.id),
           messages.map((m) => m.endpointId),
@@ -262,6 +286,7 @@ export function webhookRows(db: Queryable): WebhookRepository {
           messages.map((m) => m.trace?.traceparent ?? null),
           messages.map((m) => m.trace?.tracestate ?? null),
           messages.map((m) => m.maxAttempts),
+          messages.map((m) => m.orderCustomerId),
         ],
       );
     },

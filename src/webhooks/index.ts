@@ -4,6 +4,12 @@
  */
 export { blockedBecause, createTargetGuard, systemLookup, type HostLookup, type ResolvedAddress } from './addresses.js';
 export {
+  prepareWebhookDelivery,
+  startWebhookDelivery,
+  type PreparedDelivery,
+  type WebhookSettings,
+} from './delivery.js';
+export {
   createSender,
   MAX_RESPONSE_BYTES,
   type AttemptResult,
@@ -11,4 +17,5 @@ export {
   type Sender,
   type SenderOptions,
 } from './sender.js';
+export { notingOwnerRoles } from './ownerRoles.js';
 export { createDeliveryWorker, LEASE_MARGIN_MS, type DeliveryWorker, type WebhookMetrics } from './worker.js';

@@ -27,16 +27,17 @@ export interface WebhookMetrics {
 export interface DeliveryWorkerOptions {
   readonly storage: Storage;
   readonly queue: WebhookQueue;
-  readonly service: Pick<WebhookService, 'plan' | 'ownerActive'>;
+  readonly service: Pick<WebhookService, 'plan' | 'refusal'>;
   readonly sender: Sender;
   /** The REST representation of an order: what `data.order` is. */
   readonly represent: (order: Order, items: readonly OrderItem[]) => unknown;
   readonly scheduleSeconds: readonly number[];
   readonly timeoutMs: number;
   readonly pollMs: number;
-  /** Attempts in flight on this replica, and to one endpoint. */
+  /** Attempts in flight on this replica, to one endpoint, and for one owner (all their endpoints). */
   readonly concurrency: number;
   readonly perEndpoint: number;
+  readonly perOwner: number;
   readonly disableAfterMs: number;
   readonly logger: Logger;
   readonly metrics: WebhookMetrics;
@@ -57,6 +58,7 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
   /** This replica's claims are marked with it: an attempt is recorded only while the claim is still ours. */
   const token = randomUUID();
   const inFlight = new Map<string, number>();
+  const ownersInFlight = new Map<string, number>();
   const running = new Set<Promise<void>>();
   let total = 0;
   let pumping = false;
@@ -96,6 +98,7 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
               body,
               ...(event.trace ? { trace: event.trace } : {}),
               maxAttempts,
+              orderCustomerId: event.order.customerId,
             };
           });
           await tx.webhooks.insertMessages(messages);
@@ -133,7 +136,8 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
 
   async function deliver(message: ClaimedWebhookMessage, claimedAt: number): Promise<void> {
     const at = new Date();
-    if (!opts.service.ownerActive(message.owner)) {
+    const refusal = opts.service.refusal(message.owner, message.orderCustomerId);
+    if (refusal) {
       metrics.attempt('cancelled', 0);
       await record(
         message,
@@ -141,7 +145,7 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
           at,
           durationMs: 0,
           statusCode: null,
-          error: 'owner deactivated',
+          error: refusal,
           status: 'cancelled',
           nextAttemptAt: null,
           counts: 'neither',
@@ -186,16 +190,22 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
     if (delay !== null && delay < opts.pollMs) setTimeout(() => void pump(), delay).unref();
   }
 
+  function count(map: Map<string, number>, key: string, by: 1 | -1) {
+    const now = (map.get(key) ?? 0) + by;
+    if (now > 0) map.set(key, now);
+    else map.delete(key);
+  }
+
   function start(message: ClaimedWebhookMessage, claimedAt: number) {
     total++;
-    inFlight.set(message.endpointId, (inFlight.get(message.endpointId) ?? 0) + 1);
+    count(inFlight, message.endpointId, 1);
+    count(ownersInFlight, message.owner.subject, 1);
     const done = deliver(message, claimedAt)
       .catch((err: unknown) => logger.error({ err, messageId: message.id }, 'webhook delivery failed unexpectedly'))
       .finally(() => {
         total--;
-        const left = (inFlight.get(message.endpointId) ?? 1) - 1;
-        if (left > 0) inFlight.set(message.endpointId, left);
-        else inFlight.delete(message.endpointId);
+        count(inFlight, message.endpointId, -1);
+        count(ownersInFlight, message.owner.subject, -1);
         running.delete(done);
         void pump();
       });
@@ -218,7 +228,9 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions) {
           const claimed = await queue.claim({
             limit: opts.concurrency - total,
             perEndpoint: opts.perEndpoint,
+            perOwner: opts.perOwner,
             inFlight,
+            ownersInFlight,
             leaseMs,
             token,
           });

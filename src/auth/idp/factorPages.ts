@@ -28,12 +28,14 @@ export function passkeyForm(opts: {
   label: string;
   assets: string;
   hidden?: Readonly<Record<string, string>>;
+  /** Fields the person fills in before the ceremony (markup of this module's own). */
+  fields?: string;
 }): string {
   const hidden = Object.entries(opts.hidden ?? {})
     .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
     .join('');
   return `<form method="post" action="${escapeHtml(opts.action)}">
-  ${hidden}<input type="hidden" name="response" value="">
+  ${hidden}${opts.fields ?? ''}<input type="hidden" name="response" value="">
   <button type="submit" data-webauthn="${opts.ceremony}" data-options="webauthn-options" class="secondary">${escapeHtml(opts.label)}</button>
   <p id="webauthn-status" class="error" role="status"></p>
 </form>
@@ -106,13 +108,23 @@ export interface AccountView {
   readonly enrolment?: { readonly secret: string; readonly qrSvg: string };
   /** Registration options for a new passkey (absent when the page may not change factors). */
   readonly registration?: unknown;
+  /** The first factor is bound with an enrolment code: the forms ask for it. */
+  readonly codeNeeded?: boolean;
   /** The account has a factor, but this session did not use one: how to verify first. */
   readonly verifyFirstUrl?: string;
+  /** The sign-in is too old to change factors: how to sign in again, and within what time (`15 minutes`). */
+  readonly signInAgain?: { readonly url: string; readonly within: string };
   readonly message?: string;
   readonly error?: string;
 }
 
+/** The enrolment code's field, in each form that binds a first factor. */
+const codeField = (form: string) => `<label for="enrolment-code-${form}">Enrolment code from your administrator</label>
+  <input id="enrolment-code-${form}" name="enrolment_code" type="text" autocomplete="off" spellcheck="false" maxlength="64" required>
+  `;
+
 export function accountPage(view: AccountView): string {
+  const code = (form: string) => (view.codeNeeded ? codeField(form) : '');
   const enrol = view.enrolment
     ? `<p>Scan this code with an authenticator app, or type the secret into it, then enter the code it shows.</p>
 <div class="qr" data-testid="totp-qr">${view.enrolment.qrSvg}</div>
@@ -120,7 +132,7 @@ export function accountPage(view: AccountView): string {
 <form method="post" action="${escapeHtml(view.actions.totp)}">
   <input type="hidden" name="csrf" value="${escapeHtml(view.csrf)}">
   <input type="hidden" name="secret" value="${escapeHtml(view.enrolment.secret)}">
-  <label for="code">Code from the app</label>
+  ${code('totp')}  <label for="code">Code from the app</label>
   <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>
   <button type="submit">${view.totpEnrolled ? 'Replace the authenticator app' : 'Turn on'}</button>
 </form>`
@@ -133,10 +145,16 @@ export function accountPage(view: AccountView): string {
         label: 'Add a passkey',
         assets: view.assets,
         hidden: { csrf: view.csrf },
+        fields: code('passkey'),
       })
     : '';
   const verifyFirst = view.verifyFirstUrl
     ? `<p>To add or replace a factor, first <a href="${escapeHtml(view.verifyFirstUrl)}">verify with a second factor</a>.</p>`
+    : view.signInAgain
+      ? `<p>To add or replace a factor, first <a href="${escapeHtml(view.signInAgain.url)}">sign in again</a>: changing factors needs a sign-in within the last ${escapeHtml(view.signInAgain.within)}.</p>`
+      : '';
+  const firstFactor = view.codeNeeded
+    ? `<p data-testid="enrolment-code-needed">Your first factor needs the enrolment code your administrator gives you.</p>`
     : '';
   // Its URL holds no secret, and its forms are checked by their Origin: the page keeps the site's referrer policy,
   // under which a browser sends its real origin (with no-referrer it would send `null`).
@@ -147,6 +165,7 @@ export function accountPage(view: AccountView): string {
 ${view.message ? `<p role="status" data-testid="message">${escapeHtml(view.message)}</p>` : ''}
 ${view.error ? `<p class="error" role="alert">${escapeHtml(view.error)}</p>` : ''}
 ${verifyFirst}
+${firstFactor}
 <h2>Authenticator app</h2>
 <p data-testid="totp-state">${view.totpEnrolled ? 'On: sign-ins that need a second factor ask for its code.' : 'Off.'}</p>
 ${enrol}
@@ -183,6 +202,8 @@ export const PASSKEY_SCRIPT = `(() => {
     }
     button.addEventListener('click', async (event) => {
       event.preventDefault();
+      // The fields asked before the ceremony (an enrolment code) are checked first, as a plain submit would.
+      if (!form.reportValidity()) return;
       status.textContent = '';
       const optionsJSON = JSON.parse(document.getElementById(button.dataset.options).textContent);
       try {

@@ -151,7 +151,8 @@ export function passkeyService(db: Queryable, rp: RelyingParty) {
       return options;
     },
 
-    async register(subject: string, raw: string): Promise<void> {
+    /** `bind` runs once the answer has verified, just before it is saved (it may throw to refuse). */
+    async register(subject: string, raw: string, bind: () => Promise<void>): Promise<void> {
       const { response, challenge } = await parsedAnswer(db, raw, AttestationShape, 'register');
       if (challenge.subject !== subject) throw new PasskeyRefused('This registration was started by another account.');
       const verified = await verifiedBy(() =>
@@ -165,6 +166,8 @@ export function passkeyService(db: Queryable, rp: RelyingParty) {
       );
       if (!verified.registrationInfo) throw new PasskeyRefused('The passkey registration could not be verified.');
       const { credential, credentialDeviceType, credentialBackedUp } = verified.registrationInfo;
+      if (await credentialById(db, credential.id)) throw new PasskeyRefused('This passkey is already registered.');
+      await bind();
       const saved = await insertCredential(db, {
         id: credential.id,
         subject,

@@ -50,8 +50,6 @@ const WRONG_CODE = 'Wrong code. Enter the 6 digits your authenticator app shows 
 const USED_CODE = 'This code was already used. Wait for the next code in your authenticator app.';
 const TOO_MANY = (seconds: number) =>
   `Too many wrong codes. Try again in ${seconds < 120 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`}.`;
-/** Failures of a second factor are counted under a name of their own, apart from the account's passwords. */
-const throttleName = (subject: string) => `second-factor:${subject}`;
 const MAX_CODE_LENGTH = 16;
 /** OpenID Connect's answer to a client that insists on an acr the account cannot reach. */
 const NO_SECOND_FACTOR = {
@@ -155,7 +153,8 @@ export function secondFactorRoutes(router: Router, kit: SecondFactorKit) {
     if (!stage) return kit.renderLogin(res, details, 400, { error: 'Sign in with your password first.' });
     const body = (req.body ?? {}) as { code?: unknown };
     const code = typeof body.code === 'string' ? body.code.slice(0, MAX_CODE_LENGTH) : '';
-    const verdict = await throttle.begin(throttleName(stage.subject), req.ip);
+    // Counted per account, apart from its passwords (signinThrottle.ts's AttemptKind).
+    const verdict = await throttle.begin(stage.subject, req.ip, 'second-factor');
     if (verdict.locked) {
       logger.warn({ event: 'idp.second_factor_locked', sub: stage.subject }, 'embedded IdP second factor locked');
       res.set('Retry-After', String(verdict.retryAfterSeconds));
@@ -168,7 +167,7 @@ export function secondFactorRoutes(router: Router, kit: SecondFactorKit) {
       const error = outcome === 'replayed' ? USED_CODE : outcome === 'wrong' ? WRONG_CODE : 'No authenticator app.';
       return show(req, res, details, stage, { status: outcome === 'not_enrolled' ? 400 : 401, error });
     }
-    await throttle.succeeded(throttleName(stage.subject), req.ip);
+    await throttle.succeeded(stage.subject, req.ip, 'second-factor');
     await kit.finishLogin(req, res, stage.subject, [...stage.methods, 'otp']);
   });
 

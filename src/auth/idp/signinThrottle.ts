@@ -27,14 +27,20 @@ export function signinDelayMs(nodeEnv: 'development' | 'test' | 'production'): n
 export type SigninVerdict =
   { readonly locked: true; readonly retryAfterSeconds: number } | { readonly locked: false; readonly delayMs: number };
 
+/**
+ * What an attempt proves: a password (counted per username) or a second factor (per account subject). Each has
+ * counters of its own, so no username typed into the sign-in form can spend an account's second-factor budget.
+ */
+export type AttemptKind = 'password' | 'second-factor';
+
 export interface SigninThrottle {
   /**
-   * Counts an attempt for this username and address before the password is checked, so parallel guesses
+   * Counts an attempt for this username (or subject) and address before the secret is checked, so parallel guesses
    * cannot slip past the lock. Whether the user exists plays no part.
    */
-  begin(username: string, ip: string | undefined): Promise<SigninVerdict>;
+  begin(username: string, ip: string | undefined, kind?: AttemptKind): Promise<SigninVerdict>;
   /** The attempt signed in: the username starts afresh and the address gets its attempt back. */
-  succeeded(username: string, ip: string | undefined): Promise<void>;
+  succeeded(username: string, ip: string | undefined, kind?: AttemptKind): Promise<void>;
 }
 
 export interface SigninThrottleOptions {
@@ -56,7 +62,8 @@ const REDIS_TIMEOUT_MS = 500;
  */
 const digest = (kind: string, value: string) =>
   `${kind}:${createHash('sha256').update(value).digest('base64url').slice(0, 22)}`;
-const userKey = (username: string) => digest('u', username.trim().toLowerCase());
+const userKey = (username: string, kind: AttemptKind = 'password') =>
+  digest(kind === 'password' ? 'u' : 'f', username.trim().toLowerCase());
 const ipKey = (ip: string | undefined) => digest('ip', ip ?? 'unknown');
 
 export function createSigninThrottle(opts: SigninThrottleOptions): SigninThrottle {
@@ -89,11 +96,11 @@ export function createSigninThrottle(opts: SigninThrottleOptions): SigninThrottl
   }
 
   return {
-    async begin(username, ip) {
+    async begin(username, ip, kind) {
       const result = await counters((c) =>
         c.hit(
           [
-            { key: userKey(username), limit: SIGNIN_LIMITS.user.lockAfter },
+            { key: userKey(username, kind), limit: SIGNIN_LIMITS.user.lockAfter },
             { key: ipKey(ip), limit: SIGNIN_LIMITS.ip.lockAfter },
           ],
           windowMs,
@@ -105,8 +112,8 @@ export function createSigninThrottle(opts: SigninThrottleOptions): SigninThrottl
       const slow = forUser > SIGNIN_LIMITS.user.delayAfter || forIp > SIGNIN_LIMITS.ip.delayAfter;
       return { locked: false, delayMs: slow ? delayMs : 0 };
     },
-    async succeeded(username, ip) {
-      await counters((c) => c.settle(userKey(username), [ipKey(ip)]));
+    async succeeded(username, ip, kind) {
+      await counters((c) => c.settle(userKey(username, kind), [ipKey(ip)]));
     },
   };
 }

@@ -54,10 +54,20 @@ export async function enrolmentOf(username: string, secret: string): Promise<{ u
   return { uri, qrSvg: await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 }) };
 }
 
-/** Completes an enrolment once the person has shown a valid code for the new secret. */
-export async function confirmEnrolment(db: Queryable, subject: string, secret: string, code: string): Promise<boolean> {
+/**
+ * Completes an enrolment once the person has shown a valid code for the new secret; `bind` runs just before it is
+ * saved (it spends an enrolment code, and throws to refuse).
+ */
+export async function confirmEnrolment(
+  db: Queryable,
+  subject: string,
+  secret: string,
+  code: string,
+  bind: () => Promise<void>,
+): Promise<boolean> {
   const step = await matchedStep(secret, code.replace(/\s/g, ''));
   if (step === null) return false;
+  await bind();
   await saveTotp(db, subject, secret, true);
   // The code that confirmed the secret is spent: it cannot sign in as well.
   await claimTotpStep(db, subject, step);

@@ -60,6 +60,12 @@ export async function findUserBySubject(db: Queryable, subject: string): Promise
   return record ? toUser(record) : undefined;
 }
 
+/** Names are compared as sign-in compares them: trimmed and lower-cased. */
+export async function findUserByUsername(db: Queryable, username: string): Promise<IdpUser | undefined> {
+  const record = await idpUserBy(db, 'username', username.trim().toLowerCase());
+  return record ? toUser(record) : undefined;
+}
+
 let decoyHash: Promise<string> | undefined;
 
 /** Returns the user only when the password matches; unknown users cost the same time as wrong passwords. */

@@ -57,7 +57,7 @@ export const webhookPaths = {
   '/webhook-endpoints': {
     get: {
       operationId: 'listWebhookEndpoints',
-      summary: "The caller's webhook endpoints, newest first",
+      summary: "The caller's webhook endpoints (staff: everyone's), newest first",
       parameters: pageParameters('endpoints'),
       responses: {
         '200': jsonResponse('One page of endpoints (without their secrets).', 'WebhookEndpointPage', PAGE_HEADERS, {

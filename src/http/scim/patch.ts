@@ -3,7 +3,13 @@ import { filter as matcher, type Filter } from 'scim2-parse-filter';
 import { ScimError } from '../problems/index.js';
 import { find, isObject, READ_ONLY, resourceValues, shown, valueFor, type ResourceDefinition } from './attributes.js';
 import { checkFilterShape, checkFilterText, parseFilterText } from './filters.js';
-import { MAX_PATCH_OPERATIONS, MAX_PATCH_PATH_CHARACTERS, URN, type Attribute } from './schemas.js';
+import {
+  MAX_PATCH_FILTER_WORK,
+  MAX_PATCH_OPERATIONS,
+  MAX_PATCH_PATH_CHARACTERS,
+  URN,
+  type Attribute,
+} from './schemas.js';
 
 const OPS = new Set(['add', 'remove', 'replace']);
 const PATH = /^([A-Za-z][\w$-]*)(?:\[(.+)\])?(?:\.([A-Za-z$][\w$-]*))?$/s;
@@ -18,15 +24,24 @@ type Target =
       readonly path: string;
       readonly attribute: Attribute;
       readonly filtered: boolean;
-      /** The value filter, parsed: a replace or remove must find a value it matches. */
+      /** The value filter, parsed, and its comparisons: a replace or remove must find a value it matches. */
       readonly filter?: Filter;
+      readonly comparisons?: number;
       readonly sub?: Attribute;
     };
 
-/** An operation as scim-patch takes it, with the value filter its target must match when it has one. */
+/** An operation as scim-patch takes it, with the value filter of its path when it has one. */
 interface Checked {
   readonly operation: ScimPatchOperation;
-  readonly mustMatch?: { readonly attribute: string; readonly filter: Filter };
+  readonly filtered?: {
+    readonly attribute: string;
+    readonly filter: Filter;
+    readonly comparisons: number;
+    /** A replace or remove must find a value the filter matches. */
+    readonly mustMatch: boolean;
+    /** A remove of the values whose `value` is this (Okta's `members[value eq "usr_…"]`): a plain scan. */
+    readonly removesValue?: string;
+  };
 }
 
 const syntax = (message: string) => new ScimError('invalidSyntax', message);
@@ -75,6 +90,7 @@ function targetOf(definition: ResourceDefinition, raw: string): Target {
     throw new ScimError('invalidPath', `A ${definition.name} has no attribute ${shown(name)}.`);
   }
   let parsed: Filter | undefined;
+  let comparisons = 0;
   if (filter !== undefined) {
     if (!attribute.multiValued || attribute.type !== 'complex') {
       throw new ScimError('invalidPath', `${shown(raw)}: only multi-valued attributes take a value filter.`);
@@ -85,7 +101,7 @@ function targetOf(definition: ResourceDefinition, raw: string): Target {
       throw new ScimError('invalidPath', (error as Error).message);
     }
     // The limits of a list's filter hold here too.
-    checkFilterShape(parsed, 'path filter', 'invalidPath');
+    comparisons = checkFilterShape(parsed, 'path filter', 'invalidPath');
     checkValueFilter(parsed, attribute, raw);
   }
   let sub: Attribute | undefined;
@@ -103,7 +119,7 @@ function targetOf(definition: ResourceDefinition, raw: string): Target {
     path: `${attribute.name}${filter !== undefined ? `[${filter}]` : ''}${sub ? `.${sub.name}` : ''}`,
     attribute,
     filtered: filter !== undefined,
-    ...(parsed ? { filter: parsed } : {}),
+    ...(parsed ? { filter: parsed, comparisons } : {}),
     ...(sub ? { sub } : {}),
   };
 }
@@ -143,6 +159,13 @@ function pathlessValue(definition: ResourceDefinition, value: unknown, id: strin
   return values;
 }
 
+/** The value an `eq` filter on the `value` sub-attribute alone names. */
+function exactValue(filter: Filter): { removesValue?: string } {
+  return filter.op === 'eq' && filter.attrPath.toLowerCase() === 'value' && typeof filter.compValue === 'string'
+    ? { removesValue: filter.compValue }
+    : {};
+}
+
 /** One operation of the body, checked, its op in lower case (Entra capitalises), its path and value canonical. */
 function operationOf(definition: ResourceDefinition, raw: unknown, n: number, id: string): Checked | null {
   if (!isObject(raw)) throw syntax(`Operation ${n} must be an object.`);
@@ -168,14 +191,23 @@ function operationOf(definition: ResourceDefinition, raw: unknown, n: number, id
   const target = targetOf(definition, path);
   if (target.drop) return null;
   // RFC 7644 §3.5.2.2 and §3.5.2.3: a replace or remove whose value filter matches nothing is noTarget.
-  const mustMatch =
-    target.filter && op !== 'add' ? { mustMatch: { attribute: target.attribute.name, filter: target.filter } } : {};
+  const filtered = target.filter
+    ? {
+        filtered: {
+          attribute: target.attribute.name,
+          filter: target.filter,
+          comparisons: target.comparisons ?? 1,
+          mustMatch: op !== 'add',
+          ...(op === 'remove' && fields.value === undefined && !target.sub ? exactValue(target.filter) : {}),
+        },
+      }
+    : {};
   if (op === 'remove') {
     return fields.value === undefined
-      ? { operation: { op: 'remove', path: target.path }, ...mustMatch }
+      ? { operation: { op: 'remove', path: target.path }, ...filtered }
       : {
           operation: { op: 'remove', path: target.path, value: valueAt(definition, target, fields.value) },
-          ...mustMatch,
+          ...filtered,
         };
   }
   const operation = {
@@ -183,7 +215,57 @@ function operationOf(definition: ResourceDefinition, raw: unknown, n: number, id
     path: target.path,
     value: valueAt(definition, target, fields.value),
   };
-  return { operation, ...mustMatch };
+  return { operation, ...filtered };
+}
+
+/**
+ * `remove attr[value eq "x"]` as scim-patch does it (every value whose `value` is x; the attribute gone with the
+ * last), by one string comparison a value instead of the filter's evaluation, so that Okta's batches of them on a
+ * large group stay cheap without being held to MAX_PATCH_FILTER_WORK.
+ */
+function withoutValue(resource: Record<string, unknown>, attribute: string, value: string, n: number) {
+  const values = resource[attribute];
+  const kept = Array.isArray(values) ? values.filter((v) => !(isObject(v) && v.value === value)) : [];
+  if (!Array.isArray(values) || kept.length === values.length) {
+    throw new ScimError('noTarget', `Operation ${n}: no value matches the path filter.`);
+  }
+  const { [attribute]: _removed, ...rest } = resource;
+  return kept.length ? { ...resource, [attribute]: kept } : rest;
+}
+
+/**
+ * The most filter work the operations can make, counted before any of them runs (so that what is past the bound
+ * costs nothing): each value filter's comparisons times the most values its attribute can hold by then, as the
+ * operations before it may have added some.
+ */
+function filterWork(checked: readonly (Checked | null)[], resource: Record<string, unknown>): number {
+  const sizes = new Map<string, number>();
+  const sizeOf = (attribute: string) => {
+    const values = resource[attribute];
+    return sizes.get(attribute) ?? (Array.isArray(values) ? values.length : 0);
+  };
+  let work = 0;
+  for (const one of checked) {
+    if (one === null) continue;
+    const { operation, filtered } = one;
+    if (filtered) {
+      if (filtered.removesValue !== undefined) continue;
+      work += filtered.comparisons * Math.max(sizeOf(filtered.attribute), 1);
+      // An add whose filter matches nothing adds its value.
+      if (operation.op === 'add') sizes.set(filtered.attribute, sizeOf(filtered.attribute) + 1);
+      continue;
+    }
+    if (operation.op === 'remove') continue;
+    const values =
+      'path' in operation && operation.path !== undefined ? { [operation.path]: operation.value } : operation.value;
+    if (!isObject(values)) continue;
+    for (const [attribute, value] of Object.entries(values)) {
+      if (!Array.isArray(value)) continue;
+      const before = sizeOf(attribute);
+      sizes.set(attribute, operation.op === 'add' ? before + value.length : Math.max(before, value.length));
+    }
+  }
+  return work;
 }
 
 /**
@@ -231,12 +313,24 @@ export function applyPatch(
   }
   const id = String(resource.id);
   const checked = operations.map((op, i) => operationOf(definition, op, i + 1, id));
+  const work = filterWork(checked, resource);
+  if (work > MAX_PATCH_FILTER_WORK) {
+    throw new ScimError(
+      'tooMany',
+      `The value filters of a PATCH make at most ${MAX_PATCH_FILTER_WORK} comparisons (each filter's comparisons ` +
+        `times the values it is matched against); these could make ${work}. Send fewer operations at once.`,
+    );
+  }
   let patched = resource;
   for (const [i, one] of checked.entries()) {
     if (one === null) continue;
-    if (one.mustMatch) {
-      const values = patched[one.mustMatch.attribute];
-      if (!Array.isArray(values) || !values.some(matcher(one.mustMatch.filter))) {
+    if (one.filtered?.removesValue !== undefined) {
+      patched = withoutValue(patched, one.filtered.attribute, one.filtered.removesValue, i + 1);
+      continue;
+    }
+    if (one.filtered?.mustMatch) {
+      const values = patched[one.filtered.attribute];
+      if (!Array.isArray(values) || !values.some(matcher(one.filtered.filter))) {
         throw new ScimError('noTarget', `Operation ${i + 1}: no value matches the path filter.`);
       }
     }

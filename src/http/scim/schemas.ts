@@ -19,6 +19,12 @@ export const MAX_PATCH_OPERATIONS = 1000;
  * and matching filters.
  */
 export const MAX_PATCH_PATH_CHARACTERS = 100_000;
+/**
+ * Most filter work one PATCH may do: for each operation whose path has a value filter, the filter's comparisons times
+ * the values of the attribute it filters (a group's members). It runs under the directory's write lock, so it bounds
+ * how long one request holds every replica's directory writes and this replica's event loop.
+ */
+export const MAX_PATCH_FILTER_WORK = 500_000;
 /** Largest request body /scim/v2 reads. */
 export const SCIM_BODY_LIMIT = '512kb';
 

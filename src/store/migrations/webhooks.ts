@@ -69,4 +69,17 @@ export const WEBHOOK_MIGRATIONS: readonly Migration[] = [
       `insert into webhook_outbox_cursor (id, last_event_id) select 1, coalesce(max(id), 0) from order_events`,
     ],
   },
+  {
+    version: 51,
+    name: 'webhook owners roles as of their newest credential, and whose order each message is about',
+    statements: [
+      // The staff role follows the owner's newest credential seen (its issue time), not the one that created it.
+      `alter table webhook_endpoints add column owner_roles_at timestamptz`,
+      `update webhook_endpoints set owner_roles_at = created_at`,
+      `alter table webhook_endpoints alter column owner_roles_at set not null`,
+      // Who may still be sent a message is decided when it is sent and when it is retried, by the order's customer.
+      `alter table webhook_messages add column order_customer_id text`,
+      `update webhook_messages set order_customer_id = body::jsonb #>> '{data,order,customer_id}' where event_id is not null`,
+    ],
+  },
 ];
