@@ -271,6 +271,20 @@ export default tseslint.config(
       }),
     },
   },
+  // Every layer reads the configuration, so it reads none of them (the domain's rules aside, such as acr values).
+  {
+    files: ['src/config/**/*.ts'],
+    rules: {
+      'no-restricted-imports': layer({
+        patterns: [
+          {
+            regex: into('store', 'http', 'auth', 'resolvers', 'context', 'webhooks', 'generated', 'logger'),
+            message: 'config/ models the environment; every layer imports it, and it imports none of them.',
+          },
+        ],
+      }),
+    },
+  },
   {
     files: ['src/store/**/*.ts'],
     rules: {

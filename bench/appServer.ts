@@ -9,7 +9,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { pino } from 'pino';
-import type * as ConfigModule from '../src/config.js';
+import type * as ConfigModule from '../src/config/index.js';
 import type * as ServerModule from '../src/server.js';
 import { reportFailure, serveParent, type MemoryReading } from './ipc.js';
 import { createProfiler } from './profiler.js';

@@ -1,26 +1,13 @@
 import express from 'express';
-import { createLocalJWKSet } from 'jose';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { reportAcrSupport } from './auth/acrSupport.js';
-import { createTokenVerifier, discoveredJwks } from './auth/bearer.js';
-import { browserLoginFor } from './auth/browserLogin.js';
-import { createAuthentication, sessionsAdmittedBy } from './auth/credentials.js';
-import { createDpopProofVerifier } from './auth/dpop.js';
-import type { EmbeddedIdpOptions } from './auth/embeddedIdp.js';
-import { createSessionStore, deleteExpiredSessions } from './auth/sessions.js';
-import type { Config } from './config.js';
+import { createAuth, type TokenVerifier } from './auth/index.js';
+import type { Config } from './config/index.js';
 import { createDirectoryAccess } from './domain/directoryAccess.js';
-import type { EventChannel } from './domain/ports.js';
+import type { DirectoryChanges } from './domain/ports.js';
 import { createServices } from './domain/services.js';
 import { createAuthRouter, favicon, homeRoute } from './http/browser/index.js';
-import {
-  createGraphiqlRouter,
-  createGraphqlRouter,
-  createResultCache,
-  GRAPHIQL_PATH,
-  type ResultCache,
-} from './http/graphql/index.js';
+import { createEventChannel, createGraphiqlRouter, createGraphqlRouter, GRAPHIQL_PATH } from './http/graphql/index.js';
 import {
   authCookies,
   createRateBudget,
@@ -31,42 +18,32 @@ import {
 import {
   countingRefusals,
   createMetrics,
+  observeDatabase,
   probes,
   recordRequests,
   requestLog,
   traceRequests,
+  webhookMetrics,
 } from './http/observability/index.js';
 import { createPipeline, withResolverSpans } from './http/pipeline/index.js';
 import { lastResort, problemPages, routeNotFound } from './http/problems/index.js';
-import {
-  createSharedExecution,
-  createSseRouter,
-  createStreamRegistry,
-  createSubscribePath,
-  createWebSocketServer,
-  endingStreamsOnRevoke,
-} from './http/realtime/index.js';
+import { createRealtime } from './http/realtime/index.js';
 import { createRestRouter, orderJson } from './http/rest/index.js';
 import { createScimRouter, scimNotConfigured } from './http/scim/index.js';
 import { buildSchema } from './resolvers/schema.js';
 import type { Database } from './store/db.js';
 import { createDirectoryFeed } from './store/directoryFeed.js';
-import { databaseReplayStore, deleteExpiredProofIds, redisReplayStore } from './store/dpopReplay.js';
 import { createEventBus } from './store/eventBus.js';
-import { deleteOldEvents } from './store/events.js';
-import { deleteExpiredKeys } from './store/idempotency.js';
 import { createStorage } from './store/repositories.js';
-import { createSweeper } from './store/sweeper.js';
-import { deleteOldWebhookMessages } from './store/webhooks.js';
+import { createSweeper, EXPIRED_ROWS } from './store/sweeper.js';
 import { createWebhookQueue } from './store/webhookQueue.js';
 import { tracing } from './tracing.js';
 import {
-  createDeliveryWorker,
-  createSender,
-  type CreateConnection,
-  type DeliveryWorker,
-  type HostLookup,
+  prepareWebhookDelivery,
+  startWebhookDelivery,
   notingOwnerRoles,
+  type CreateConnection,
+  type HostLookup,
 } from './webhooks/index.js';
 
 export interface AppDeps {
@@ -84,206 +61,37 @@ export interface AppDeps {
 /** Builds the whole HTTP application without listening, so tests and main share it: wiring only. */
 export async function createApp({ config, db, logger, redis, webhookNetwork }: AppDeps) {
   const metrics = createMetrics();
-  db.onStatement = () => metrics.sqlStatements.inc();
-  db.onAvailability = (available, cause) => {
-    metrics.databaseUnreachable.set(available ? 0 : 1);
-    if (available) logger.info({ event: 'database.reachable' }, 'the database answers again');
-    else
-      logger.warn(
-        { event: 'database.unreachable', err: cause },
-        'the database does not take connections: requests are answered 503 at once until a probe connects',
-      );
-  };
-  const bus = await createEventBus({ db, logger, pollMs: config.eventPollMs, ...(redis ? { redis } : {}) });
-  // The result cache is flushed at commit on this replica, before the write's response leaves, and by the bus for
-  // every other replica's writes; `resultCache` is set below, before any request can write.
-  let resultCache: ResultCache | undefined;
-  const events: EventChannel = {
-    publish(event) {
-      resultCache?.onEvent(event, true);
-      bus.publish(event);
-    },
-    listen: (listener) => bus.listen(listener),
-  };
+  const base = { config, db, logger, metrics, ...(redis ? { redis } : {}) };
+  observeDatabase(db, metrics, logger);
+  const bus = await createEventBus({ ...base, pollMs: config.eventPollMs });
+  const channel = createEventChannel(bus);
   // What the directory (SCIM) says about callers, on every replica: filled before the first request, kept in sync.
   const directory = createDirectoryAccess();
-  const directoryFeed = await createDirectoryFeed({
-    db,
-    logger,
-    staffGroup: config.scim.staffGroup,
-    onChanges: (changes) => directory.apply(changes),
-    ...(redis ? { redis } : {}),
-  });
+  const onChanges = (changes: DirectoryChanges) => directory.apply(changes);
+  const directoryFeed = await createDirectoryFeed({ ...base, staffGroup: config.scim.staffGroup, onChanges });
   const storage = createStorage(db);
-  const webhookConfig = config.webhooks;
-  if (webhookConfig.allowPrivateUrls && config.isProduction) {
-    logger.warn(
-      { event: 'webhooks.private_urls_allowed' },
-      'WEBHOOK_ALLOW_PRIVATE_URLS is on: webhooks may call http and loopback, private and metadata addresses',
-    );
-  }
-  const sender = createSender({
-    timeoutMs: webhookConfig.timeoutMs,
-    allowPrivate: webhookConfig.allowPrivateUrls,
-    // Endpoints may share a host: the per-endpoint bound is the claim's, the sockets only the replica's.
-    maxSocketsPerHost: Math.max(1, webhookConfig.concurrency),
-    ...webhookNetwork,
-  });
-  // The worker needs the services and the services tell the worker: it is set right below, before any request.
-  const queued: { worker?: DeliveryWorker } = {};
-  const services = createServices(
-    storage,
-    events,
-    directoryFeed,
-    { stepUp: config.stepUp },
-    {
-      directory,
-      targets: sender.targets,
-      requireHttps: config.isProduction && !webhookConfig.allowPrivateUrls,
-      maxAttempts: webhookConfig.retryScheduleSeconds.length,
-      onQueued: () => queued.worker?.nudge(),
-    },
-  );
-  const webhookQueue = createWebhookQueue(db);
-  metrics.webhookBacklog.source = () => webhookQueue.backlogSeconds();
-  const deliveries = createDeliveryWorker({
-    storage,
-    queue: webhookQueue,
-    service: services.webhooks,
-    sender,
-    represent: orderJson,
-    scheduleSeconds: webhookConfig.retryScheduleSeconds,
-    timeoutMs: webhookConfig.timeoutMs,
-    pollMs: webhookConfig.pollMs,
-    concurrency: webhookConfig.concurrency,
-    perEndpoint: webhookConfig.endpointConcurrency,
-    perOwner: webhookConfig.ownerConcurrency,
-    disableAfterMs: webhookConfig.disableAfterSeconds * 1000,
-    logger: logger.child({ component: 'webhooks' }),
-    metrics: {
-      attempt(result, seconds) {
-        metrics.webhookDeliveries.inc({ result });
-        if (result !== 'cancelled') metrics.webhookDeliverySeconds.observe(seconds);
-      },
-    },
-  });
-  queued.worker = deliveries;
-  // Every committed order event, from any replica, may make messages: derive and send them now.
-  bus.listen(() => deliveries.nudge());
-  deliveries.nudge();
+  const webhooks = prepareWebhookDelivery({ ...base, network: webhookNetwork });
+  const services = createServices(storage, channel.events, directoryFeed, config, { directory, ...webhooks.rules });
+  const queue = createWebhookQueue(db);
+  const delivery = { storage, queue, service: services.webhooks, represent: orderJson, events: bus };
+  const deliveries = startWebhookDelivery(webhooks, { ...delivery, metrics: webhookMetrics(metrics, queue) });
   // Resolver spans are for debugging only (OTEL_GRAPHQL_RESOLVER_SPANS): the schema's resolvers are wrapped once.
   const schema = tracing.resolverSpans ? withResolverSpans(buildSchema()) : buildSchema();
-  const budget = countingRefusals(
-    createRateBudget({ ...config.rateLimit, redis, namespace: db.identity, logger }),
-    metrics,
-  );
-  const pipeline = createPipeline({ schema, config, budget, metrics, ...(redis ? { redis } : {}) });
-  if (config.resultCache.enabled) {
-    const cache = createResultCache({
-      schema,
-      pipeline,
-      metrics,
-      options: config.resultCache,
-      knownCustomerId: (subject) => services.customers.knownIdOf(subject),
-    });
-    bus.listen((event) => cache.onEvent(event));
-    resultCache = cache;
-  }
-
-  const idp = config.oidc.issuer
-    ? null
-    : await startEmbeddedIdp({
-        issuer: `${config.publicUrl}/idp`,
-        publicUrl: config.publicUrl,
-        db,
-        audience: config.oidc.audience,
-        trustProxy: config.trustProxy !== false,
-        logger: logger.child({ component: 'idp' }),
-        redis,
-        signinLockSeconds: config.signin.lockSeconds,
-        // Changing factors needs a sign-in as recent as a staff change does.
-        factorChangeMaxAgeSeconds: config.stepUp?.maxAgeSeconds,
-        nodeEnv: config.nodeEnv,
-      });
-  const issuer = config.oidc.issuer ?? idp!.issuer;
-  // The embedded IdP issues the step-up levels itself; an external one is asked (its metadata) once, at start.
-  const acrSupportChecked =
-    config.oidc.issuer && config.stepUp
-      ? reportAcrSupport(config.oidc.issuer, config.stepUp.acrValues, logger)
-      : Promise.resolve();
-  // Used DPoP proof ids must be seen by every replica: Redis when there is one, else the shared database.
-  const proofReplay = redis ? redisReplayStore(redis) : databaseReplayStore(db);
-  const tokens = createTokenVerifier({
-    issuer,
-    audience: config.oidc.audience,
-    rolesClaim: config.oidc.rolesClaim,
-    linkClaim: config.scim.linkClaim,
-    // The embedded provider's keys are at hand; any other issuer's come from its discovery document.
-    keys: idp ? createLocalJWKSet(idp.publicJwks) : discoveredJwks(issuer, config.oidc.jwksMaxAgeSeconds * 1000),
-    dpop: createDpopProofVerifier({ publicUrl: config.publicUrl, replay: proofReplay }),
-  });
-  // Webhook endpoints follow their owner's newest credential: its roles are noted on the way in.
-  const verifier = notingOwnerRoles(tokens, services.webhooks, logger);
-  const sessionStore = createSessionStore(db, { loginAttemptsPerIp: config.loginAttemptsPerIp });
-  const streams = createStreamRegistry({
-    limits: config.streams,
-    sessions: sessionStore,
-    channelPrefix: `orders-api:${db.identity}`,
-    logger,
-    onRefused: () => metrics.refusals.inc({ reason: 'stream_limit' }),
-    verdict: (caller) => directory.verdictOn(caller),
-    ...(redis ? { redis } : {}),
-  });
-  // A deactivation (or a change of staff membership) at the directory ends the person's open streams at once.
-  directory.onChange(() => streams.recheckCallers());
-  const sessions = endingStreamsOnRevoke(sessionsAdmittedBy(sessionStore, directory), streams);
-  const sweeper = createSweeper({
-    db,
-    intervalMs: config.sweepIntervalSeconds * 1000,
-    logger,
-    tasks: {
-      idempotencyKeys: deleteExpiredKeys,
-      sessions: deleteExpiredSessions,
-      orderEvents: deleteOldEvents,
-      dpopProofIds: deleteExpiredProofIds,
-      webhookMessages: deleteOldWebhookMessages,
-    },
-  });
-  // The session cookie authenticates GraphQL on every transport; REST stays token-only. Streams it opens end with
-  // the session (logout, expiry, revocation) through the stream registry, so the principal carries no end.
+  const budget = countingRefusals(createRateBudget({ ...base, ...config.rateLimit, namespace: db.identity }), metrics);
+  const pipeline = createPipeline({ ...base, schema, budget });
+  const knownCustomerId = (subject: string) => services.customers.knownIdOf(subject);
+  const resultCache = channel.cacheResults({ ...base, schema, pipeline, options: config.resultCache, knownCustomerId });
   const sessionCookie = authCookies(config.publicUrl).session;
-  const callers = createAuthentication(
-    verifier,
-    {
-      cookieName: sessionCookie,
-      lookup: async (id: string) => (await sessions.touch(id))?.user ?? null,
-    },
-    directory,
-  );
+  // Webhook endpoints follow their owner's newest credential: its roles are noted on the way in.
+  const noting = (tokens: TokenVerifier) => notingOwnerRoles(tokens, services.webhooks, logger);
+  const auth = await createAuth({ ...base, directory, sessionCookie, noting });
   const trusted = trustedOrigins(config.publicUrl, config.corsOrigins);
-  const graphql = await createGraphqlRouter({
-    schema,
-    config,
-    services,
-    auth: callers,
-    metrics,
-    logger,
-    pipeline,
-    trustedOrigins: trusted,
-    ...(resultCache ? { resultCache } : {}),
-  });
-  const sharedExecution = createSharedExecution({ pipeline, metrics, logger });
-  const subscriptions = createSubscribePath({ services, pipeline, sharedExecution, metrics });
-  const sse = createSseRouter({ subscriptions, auth: callers, trustedOrigins: trusted, streams });
-  const websockets = createWebSocketServer({
-    subscriptions,
-    sharedExecution,
-    auth: callers,
-    logger,
-    trustedOrigins: trusted,
-    streams,
-    trustProxy: config.trustProxy,
-  });
+  const graphqlParts = { ...base, schema, services, pipeline, trustedOrigins: trusted };
+  const realtime = createRealtime({ ...graphqlParts, directory, auth });
+  const graphql = await createGraphqlRouter({ ...graphqlParts, auth: auth.callers, resultCache });
+  const sweeps = { ...EXPIRED_ROWS, ...auth.sweeps };
+  const sweeper = createSweeper({ ...base, intervalMs: config.sweepIntervalSeconds * 1000, tasks: sweeps });
+  const { sessions } = realtime;
 
   let draining = false;
   const probe = probes({ db, redis, draining: () => draining });
@@ -307,13 +115,13 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
   app.get('/favicon.ico', favicon);
   app.get('/healthz', probe.healthz);
   app.get('/readyz', probe.readyz);
-  if (idp) app.use('/idp', idp.router);
-  app.use('/auth', createAuthRouter({ config, sessions, login: browserLoginFor(config, issuer, verifier), budget }));
-  app.use('/graphql/stream', sse.router);
+  if (auth.idp) app.use('/idp', auth.idp.router);
+  app.use('/auth', createAuthRouter({ config, sessions, login: auth.login, budget }));
+  app.use('/graphql/stream', realtime.sse.router);
   app.use('/graphql', graphql.router);
   // Development only, like Sandbox: production answers 404 there.
   if (!config.isProduction) app.use(GRAPHIQL_PATH, createGraphiqlRouter());
-  app.use('/v1', createRestRouter({ services, auth: createAuthentication(verifier, undefined, directory), budget }));
+  app.use('/v1', createRestRouter({ services, auth: auth.tokensOnly, budget }));
   app.use(
     '/scim',
     config.scim.enabled
@@ -322,7 +130,7 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
           publicUrl: config.publicUrl,
           ...(config.scim.token ? { token: config.scim.token } : {}),
           ...(config.scim.scope ? { scope: config.scim.scope } : {}),
-          auth: createAuthentication(verifier),
+          auth: auth.directoryClient,
           budget,
         })
       : scimNotConfigured,
@@ -336,52 +144,35 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
     db,
     services,
     metrics,
-    issuer,
+    issuer: auth.issuer,
     budget,
     /** The directory's verdicts: `isDeactivated(key)` for work done on someone's behalf outside a request. */
     directory,
     sweeper,
     /** WebSocket subscriptions share the /graphql path with HTTP. */
-    websockets,
+    websockets: realtime.websockets,
     /** Settles once an external issuer's support for the step-up acr values has been checked (and logged). */
-    acrSupportChecked,
+    acrSupportChecked: auth.acrSupportChecked,
     /** Readiness turns false first, so the load balancer stops sending before sockets close. */
     startDraining() {
       draining = true;
     },
     /** Ends every open SSE stream, telling the client why. */
     endStreams() {
-      sse.close();
+      realtime.sse.close();
     },
     async close() {
       await deliveries.close();
       await graphql.stop();
-      await idp?.close();
-      sse.close();
+      await auth.close();
+      realtime.sse.close();
       await sweeper.stop();
-      await streams.close();
+      await realtime.streams.close();
       await bus.close();
       await directoryFeed.close();
       await budget.close();
-      proofReplay.close();
     },
   };
 }
 
 export type App = Awaited<ReturnType<typeof createApp>>;
-
-/** Loaded on demand: with an external issuer (always so in production) oidc-provider is never imported. */
-async function startEmbeddedIdp({
-  nodeEnv,
-  ...opts
-}: Omit<EmbeddedIdpOptions, 'passwordHashing' | 'signinDelayMs'> & { nodeEnv: Config['nodeEnv'] }) {
-  // One after the other: Jest's ESM linker fails when two dynamic imports race to link a module they share.
-  const { createEmbeddedIdp } = await import('./auth/embeddedIdp.js');
-  const { argon2Params } = await import('./auth/idp/users.js');
-  const { signinDelayMs } = await import('./auth/idp/signinThrottle.js');
-  return createEmbeddedIdp({
-    ...opts,
-    passwordHashing: argon2Params(nodeEnv),
-    signinDelayMs: signinDelayMs(nodeEnv),
-  });
-}

@@ -1,5 +1,5 @@
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import type { LogLevel } from './config.js';
+import type { LogLevel } from './config/index.js';
 import { tracing } from './tracing.js';
 
 const CENSOR = '[redacted]';

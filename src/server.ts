@@ -11,7 +11,7 @@ import {
   watchBody,
 } from './http/connections/index.js';
 import { rawProblem, RETRY_LATER, sendEarlyProblem } from './http/problems/index.js';
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 import type { Database } from './store/db.js';
 import { openDatabase } from './store/open.js';
 import { migrate } from './store/migrations.js';

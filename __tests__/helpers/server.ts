@@ -9,7 +9,7 @@ import type { Test } from 'supertest';
 import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
 import { ACR } from '../../src/domain/policy.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import type { AppDeps } from '../../src/app.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import type { Database } from '../../src/store/db.js';

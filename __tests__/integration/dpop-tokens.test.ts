@@ -169,10 +169,28 @@ describe('DPoP-bound access tokens (RFC 9449) at the resource server', () => {
       );
     });
 
-    test('an unbound Bearer token still subscribes', async () => {
+    test('an unbound Bearer token still subscribes, and receives the order placed afterwards', async () => {
       const ws = subscriber(server.url, plain);
       await ws.connected();
-      await ws.dispose();
+      const listening = server.nextSubscription();
+      const subscription = ws.subscribe(SUBSCRIPTION);
+      try {
+        await listening;
+        const created = await request(server.url)
+          .post('/v1/orders')
+          .set('authorization', `Bearer ${plain}`)
+          .set('idempotency-key', randomUUID())
+          .send({ items: [{ sku: 'DL-009', qty: 1 }] })
+          .expect(201);
+        await subscription.next(1);
+        assert.deepEqual(
+          subscription.received.map((r) => r.data),
+          [{ orderCreated: { id: created.body.id } }],
+        );
+      } finally {
+        subscription.dispose();
+        await ws.dispose();
+      }
     });
   });
 });

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { getIntrospectionQuery } from 'graphql';
+import type request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { aliases, chainedFragments, createOrders, FAN_OUT } from '../helpers/hostile.js';
 import { codeOf, send, TRANSPORTS, type Transport } from '../helpers/transports.js';
+
+type Agent = ReturnType<typeof request>;
 
 const INTROSPECTION_VARIANTS = [
   getIntrospectionQuery(),
@@ -32,6 +35,36 @@ describe('GraphQL limits on every transport (development)', () => {
     const res = await send(server.url, 'post', { query: '{ recentOrders(first: 1) { id } }' }, alice);
     return (res.body.data!.recentOrders as { id: string }[])[0]?.id;
   };
+
+  /** Queries the pipeline admitted to run, on every transport (graphql_operations_total). */
+  const admittedQueries = () => server.counter('graphql_operations_total{type="query"}').catch(() => 0);
+
+  test('the refused fan-out query sends no SQL statement over HTTP and SSE, where a one-order query sends some', async () => {
+    const auth = { authorization: `Bearer ${carol}` };
+    const over = {
+      post: (query: string) => (agent: Agent) =>
+        agent.post('/graphql').set(auth).set('accept', 'application/json').send({ query }),
+      get: (query: string) => (agent: Agent) =>
+        agent
+          .get('/graphql')
+          .set(auth)
+          .set({ accept: 'application/json', 'apollo-require-preflight': 'true' })
+          .query({ query }),
+      sse: (query: string) => (agent: Agent) =>
+        agent.get('/graphql/stream').set(auth).set('accept', 'text/event-stream').query({ query }).buffer(true),
+    };
+    for (const [transport, build] of Object.entries(over)) {
+      const refused = await server.sqlStatementsOf(build(FAN_OUT));
+      assert.equal(refused.res.status, 200, transport);
+      assert.match(refused.res.text, /QUERY_TOO_COMPLEX/, transport);
+      assert.equal(refused.statements, 0, `${transport}: statements of the refused query`);
+      const admitted = await admittedQueries();
+      const control = await server.sqlStatementsOf(build('{ recentOrders(first: 1) { id } }'));
+      assert.equal(control.res.status, 200, transport);
+      assert.equal(await admittedQueries(), admitted + 1, `${transport}: a query that runs is counted admitted`);
+      assert.ok(control.statements > 0, `${transport}: the same path counts the statements of a query that runs`);
+    }
+  });
 
   for (const transport of ['ws', 'sse'] as const) {
     test(`${transport}: a subscription is held to MAX_SUBSCRIPTION_COST per event, since every event runs it again`, async () => {
@@ -71,12 +104,15 @@ describe('GraphQL limits on every transport (development)', () => {
 
   for (const transport of TRANSPORTS) {
     test(`${transport}: the 143-byte fan-out query is refused with its cost, before it runs`, async () => {
+      const before = await admittedQueries();
       const res = await send(server.url, transport, { query: FAN_OUT }, carol);
+      // application/json carries a request error in a 200; SSE answers it as the stream's one event.
+      assert.equal(res.status, transport === 'ws' ? undefined : 200);
       assert.equal(codeOf(res), 'QUERY_TOO_COMPLEX');
-      const cost = res.body.errors![0]!.extensions!.cost as { complexity: number; maximum: number };
-      assert.ok(cost.complexity > 1_000_000, `complexity ${cost.complexity}`);
-      assert.equal(cost.maximum, 10_000);
+      assert.deepEqual(res.body.errors![0]!.extensions!.cost, { complexity: 102_020_200, maximum: 10_000 });
       assert.equal(res.body.data, undefined);
+      // The pipeline admitted no operation to run.
+      assert.equal(await admittedQueries(), before);
     });
 
     test(`${transport}: a normal list query passes and reports its cost`, async () => {

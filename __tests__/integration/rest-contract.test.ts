@@ -5,7 +5,13 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
 import { openapiDocument } from '../../src/http/rest/openapi.js';
 import type { Problem } from '../helpers/http.js';
-import { rest, responseValidator, type ResponseValidator, type RestOptions } from '../helpers/openapi.js';
+import {
+  releasedContract,
+  rest,
+  responseValidator,
+  type ResponseValidator,
+  type RestOptions,
+} from '../helpers/openapi.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 interface OrderBody {
@@ -20,7 +26,8 @@ const WRITE_PRICE = 10;
 
 /**
  * The REST scenario — create, read, HEAD, list pages, conditional GET, conditional writes, PUT, DELETE, idempotent
- * replay and every refusal — with each answer checked against the document the service serves: its status must be
+ * replay and every refusal — with each answer checked against the document the service serves (and, for an operation
+ * that existed at release, against openapi.released.json too: helpers/openapi.ts): its status must be
  * declared for the operation, each header declared (required ones present, values valid) and none undeclared, and
  * its body valid for its media type. Responses the document declares but this scenario never receives fail the last
  * test, unless they are listed there with the reason they cannot be driven from outside.
@@ -172,6 +179,31 @@ describe('every REST answer is one the served OpenAPI document describes', () =>
     assert.equal(head.status, 200);
     assert.equal(head.headers.get('etag'), etag);
     assert.equal(head.headers.get('content-type'), 'application/json; charset=utf-8');
+  });
+
+  test('the check bites: a declared header with a wrong value fails against the served and the released document; an undeclared one fails against the served', async () => {
+    const url = `${server.url}/v1/orders/${order.id}`;
+    const got = await call('GET', `/orders/${order.id}`, { token: alice });
+    assert.equal(got.status, 200);
+    const wrongTag = new Headers(got.headers);
+    wrongTag.set('etag', 'W/"not-an-order"');
+    for (const [name, validator] of [
+      ['served', contract],
+      ['released', releasedContract],
+    ] as const) {
+      assert.doesNotThrow(() => validator.check('GET', url, got, got.text), name);
+      assert.throws(
+        () => validator.check('GET', url, { status: 200, headers: wrongTag }, got.text),
+        { name: 'AssertionError', message: /^GET \/orders\/\{id\} → 200: header ETag: W\/"not-an-order" / },
+        name,
+      );
+    }
+    const undeclared = new Headers(got.headers);
+    undeclared.set('x-undeclared', '1');
+    assert.throws(() => contract.check('GET', url, { status: 200, headers: undeclared }, got.text), {
+      name: 'AssertionError',
+      message: /^GET \/orders\/\{id\} → 200: headers the document does not declare/,
+    });
   });
 
   test('GET and HEAD refusals: a malformed id 400, unknown or not yours 404, Accept 406, no order scope 403', async () => {

@@ -191,23 +191,43 @@ describe('the production build: prod dependencies only, NODE_ENV=production, an 
       retryAttempts: 0,
     });
     const sseEvents = sse.iterate<{ orderCreated: { id: string } }>({ query: 'subscription { orderCreated { id } }' });
-    const firstSse = sseEvents.next();
-    try {
-      // Wait until both subscriptions are registered: a probe order is retried until both streams have seen one.
-      let placed: string | undefined;
-      let sseId: string | undefined;
-      const sseSeen = firstSse.then((r) => (sseId = r.value?.data?.orderCreated.id));
-      for (let i = 0; i < 50 && (wsSub.received.length === 0 || sseId === undefined); i++) {
-        const res = await placeOrder(prod.url, alice);
-        placed ??= res.body.id;
-        await Promise.race([Promise.all([wsSub.next(1), sseSeen]), new Promise((r) => setTimeout(r, 200))]);
+    const sseIds: string[] = [];
+    let sseArrived = () => {};
+    const sseReading = (async () => {
+      for await (const result of sseEvents) {
+        sseIds.push(result.data!.orderCreated.id);
+        sseArrived();
       }
-      const wsId = (wsSub.received[0]?.data as { orderCreated: { id: string } } | undefined)?.orderCreated.id;
-      assert.match(wsId ?? '', /^ord_/);
-      assert.match(sseId ?? '', /^ord_/);
-      assert.ok(placed);
+    })().catch(() => undefined);
+    const sseHas = (id: string) =>
+      new Promise<void>((resolve) => {
+        const check = () => (sseIds.includes(id) ? resolve() : (sseArrived = check));
+        check();
+      });
+    const wsIds = () => wsSub.received.map((r) => (r.data as { orderCreated: { id: string } }).orderCreated.id);
+    try {
+      // Wait until both subscriptions are registered: a probe order is placed until both streams have seen one.
+      const placed: string[] = [];
+      for (let i = 0; i < 50 && (wsSub.received.length === 0 || sseIds.length === 0); i++) {
+        placed.push((await placeOrder(prod.url, alice)).body.id);
+        await Promise.race([
+          Promise.all([wsSub.next(1), sseHas(placed.at(-1)!)]),
+          new Promise((r) => setTimeout(r, 200)),
+        ]);
+      }
+      // Then one more: both streams receive exactly it, after the probes each saw, in the order they were placed.
+      const last = (await placeOrder(prod.url, alice)).body.id as string;
+      placed.push(last);
+      while (!wsIds().includes(last)) await wsSub.next(wsSub.received.length + 1);
+      await sseHas(last);
+      assert.match(last, /^ord_/);
+      assert.deepEqual(wsIds(), placed.slice(placed.length - wsIds().length));
+      assert.deepEqual(sseIds, placed.slice(placed.length - sseIds.length));
+      assert.equal(wsIds().at(-1), last);
+      assert.equal(sseIds.at(-1), last);
     } finally {
       await sseEvents.return?.();
+      await sseReading;
       sse.dispose();
       wsSub.dispose();
       await ws.dispose();

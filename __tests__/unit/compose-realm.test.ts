@@ -4,7 +4,7 @@ import { describe, test } from '@jest/globals';
 import { ScureBase32Plugin } from 'otplib';
 import { parse } from 'yaml';
 import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { ACR } from '../../src/domain/policy.js';
 
 interface Client {

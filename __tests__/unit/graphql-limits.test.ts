@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from '@jest/globals';
 import { getOperationAST, parse } from 'graphql';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config/index.js';
 import { operationCost } from '../../src/http/pipeline/cost.js';
 import { limitErrors } from '../../src/http/pipeline/limits.js';
 import { pointsFor } from '../../src/http/pipeline/pipeline.js';

@@ -161,8 +161,8 @@ export function createTokenVerifier(opts: {
 }): TokenVerifier {
   // A token that verified once stays valid until it expires (JWTs cannot be revoked), so checking its signature
   // again on every request is wasted work. Remembered by the token itself (an exact match: hashing it with SHA-256
-  // cost 2.6 µs per request, 1 % of a one-order request, and a shorter or non-cryptographic key would let a forged
-  // token find a genuine one's entry), bounded and least recently used first out, with what verifying it found: the
+  // costs a visible share of a small request, bench/README.md, and a shorter or non-cryptographic key would let a
+  // forged token find a genuine one's entry), bounded and least recently used first out, with what verifying it found: the
   // caller (with acr, amr and auth_time, for step-up), the key id and the DPoP binding. A hit is trusted only while
   // - the token has not expired: never past `exp`, whatever the clock tolerance allows a first sight;
   // - the issuer's JWKS as last fetched is fresh (an external issuer's: OIDC_JWKS_MAX_AGE_S); a stale one means

@@ -1,5 +1,5 @@
 import * as client from 'openid-client';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import { InvalidTokenError, claimAt, signInOf, stringList, type TokenVerifier } from './bearer.js';
 import { WEB_CLIENT_ID, WEB_CLIENT_SECRET } from './idp/clients.js';
 import type { LoginAttempt, NewSession } from './sessions.js';

@@ -7,9 +7,10 @@ import type {
   GroupField,
   UserField,
 } from '../domain/directory.js';
-import type { DirectoryRepository, DirectoryUserState } from '../domain/ports.js';
+import type { DirectoryRepository } from '../domain/ports.js';
 import type { Queryable } from './db.js';
 import { groupCondition, userCondition } from './directoryQuery.js';
+import { revokeSessionsOf } from './sessions.js';
 
 const int = z.coerce.number().int();
 const text = z.string();
@@ -52,12 +53,6 @@ const GroupRow = z.object({
 });
 
 const MemberRow = z.object({ group_id: text, user_id: text, display: text });
-const StateRow = z.object({
-  id: text,
-  external_id: text.nullable(),
-  active: z.boolean(),
-  tokens_valid_after: timestamp.nullable(),
-});
 
 const USER_COLUMNS = `u.id, u.user_name, u.external_id, u.display_name, u.name, u.emails, u.active, u.version,
   u.created_at, u.updated_at`;
@@ -88,16 +83,6 @@ function toGroup(row: unknown): DirectoryGroup {
     version: r.version,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
-  };
-}
-
-export function toUserState(row: unknown): DirectoryUserState {
-  const r = StateRow.parse(row);
-  return {
-    id: r.id,
-    key: r.external_id,
-    active: r.active,
-    tokensValidAfter: r.tokens_valid_after === null ? null : Date.parse(r.tokens_valid_after),
   };
 }
 
@@ -258,14 +243,7 @@ export function directoryRows(db: Queryable): DirectoryRepository {
       return rows.length > 0;
     },
 
-    async revokeSessionsOf(directoryKey) {
-      const rows = await db.query(
-        `update auth_sessions set revoked_at = now(), id_token = null
-         where directory_key = $1 and revoked_at is null returning id_hash`,
-        [directoryKey],
-      );
-      return rows.length;
-    },
+    revokeSessionsOf: (directoryKey) => revokeSessionsOf(db, directoryKey),
 
     async liveUserIds(ids) {
       if (!ids.length) return new Set();
@@ -340,48 +318,4 @@ export function directoryRows(db: Queryable): DirectoryRepository {
       return rows.length > 0;
     },
   };
-}
-
-/** The last directory revision: a replica that has read every change up to it has nothing to catch up. */
-export async function directoryRevision(db: Queryable): Promise<string> {
-  const [row] = await db.query(`select revision from directory_state where id = 1`);
-  return String((row as { revision: unknown }).revision);
-}
-
-/**
- * Users written after `revision` (all of them with `afterRevision` null: then only those that refuse someone), in
- * revision order.
- */
-export async function directoryUserStates(db: Queryable, afterRevision: string | null): Promise<DirectoryUserState[]> {
-  const rows =
-    afterRevision === null
-      ? await db.query(
-          `select id, external_id, active, tokens_valid_after from directory_users
-           where external_id is not null and (not active or tokens_valid_after is not null)`,
-        )
-      : await db.query(
-          // A key that left a user (keepRefusing) is read after that user's row of the same revision.
-          `select id, external_id, active, tokens_valid_after from directory_users
-           where revision > $1 order by revision, deleted_at is not null`,
-          [afterRevision],
-        );
-  return rows.map(toUserState);
-}
-
-/** The directory keys of the staff group's members, or null when the directory has no such group. */
-export async function staffKeys(db: Queryable, staffGroup: string): Promise<Set<string> | null> {
-  const rows = await db.query(
-    `select u.external_id from directory_groups g
-     left join directory_members m on m.group_id = g.id
-     left join directory_users u on u.id = m.user_id and u.deleted_at is null
-     where lower(g.display_name) = lower($1)`,
-    [staffGroup],
-  );
-  if (!rows.length) return null;
-  const keys = new Set<string>();
-  for (const row of rows) {
-    const key = (row as { external_id: string | null }).external_id;
-    if (key !== null) keys.add(key);
-  }
-  return keys;
 }

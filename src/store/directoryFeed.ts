@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { DirectoryChanges, DirectoryFeed } from '../domain/ports.js';
+import { z } from 'zod';
+import type { DirectoryChanges, DirectoryFeed, DirectoryUserState } from '../domain/ports.js';
+import type { Queryable } from './db.js';
 import type { Database } from './db.js';
-import { directoryRevision, directoryUserStates, staffKeys } from './directory.js';
-import { closeRedis, redisReady, watchConnection } from './redis.js';
+import { createNudgedPoll } from './nudgedPoll.js';
 
 /**
  * Without Redis (or while it is down) replicas hear of a directory change only by reading the database: this often,
@@ -17,7 +18,7 @@ const SAFETY_POLL_MS = 5_000;
  * Carries directory changes to every replica's access rules. The database is the truth: `directory_state.revision`
  * grows with each directory write, in commit order, so a replica reads whatever it has not seen with one indexed
  * query. Redis (when configured) pushes a nudge to every replica the moment a write commits; the poll catches up
- * after a lost message, and is the only path without Redis.
+ * after a lost message, and is the only path without Redis (the one change feed: nudgedPoll.ts).
  */
 export async function createDirectoryFeed(deps: {
   db: Database;
@@ -29,7 +30,6 @@ export async function createDirectoryFeed(deps: {
   onChanges: (changes: DirectoryChanges) => void;
 }): Promise<DirectoryFeed & { close(): Promise<void> }> {
   const { db, redis, logger, staffGroup, onChanges } = deps;
-  const channel = `orders-api:${db.identity}:directory`;
 
   let seen = BigInt(await directoryRevision(db));
   onChanges({ full: true, users: await directoryUserStates(db, null), staff: await staffKeys(db, staffGroup) });
@@ -44,61 +44,84 @@ export async function createDirectoryFeed(deps: {
     onChanges({ full: false, users, staff });
   }
 
-  // One catch-up at a time; calls that arrive while one waits to start share it.
-  let tail: Promise<void> = Promise.resolve();
-  let waiting: Promise<void> | null = null;
-  function refresh(): Promise<void> {
-    if (waiting) return waiting;
-    const next = tail.then(() => {
-      waiting = null;
-      return catchUp();
-    });
-    waiting = next;
-    tail = next.catch((err: unknown) => logger.warn({ err }, 'reading directory changes failed; retrying'));
-    return next;
-  }
-
-  let subscriber: Redis | undefined;
-  if (redis) {
-    subscriber = redis.duplicate();
-    watchConnection(subscriber, logger, 'directory subscriber');
-    const sub = subscriber;
-    // Subscribing on every 'ready' covers a start while Redis was down and each reconnection; what was missed
-    // meanwhile is read from the database at once.
-    sub.on('ready', () => {
-      sub.subscribe(channel).then(
-        () => void refresh().catch(() => undefined),
-        (err: unknown) => logger.warn({ err }, 'cannot listen for directory changes; polling'),
-      );
-    });
-    sub.on('message', () => void refresh().catch(() => undefined));
-    await sub.connect().catch(() => undefined);
-  }
-
-  const pushed = () => Boolean(redis && subscriber && redisReady(redis) && redisReady(subscriber));
-  let sinceSafetyPoll = 0;
-  const poll = setInterval(() => {
-    sinceSafetyPoll += DIRECTORY_POLL_MS;
-    if (pushed() && sinceSafetyPoll < SAFETY_POLL_MS) return;
-    sinceSafetyPoll = 0;
-    void refresh().catch(() => undefined);
-  }, DIRECTORY_POLL_MS);
-  poll.unref();
+  const feed = await createNudgedPoll({
+    ...(redis ? { redis } : {}),
+    logger,
+    channel: `orders-api:${db.identity}:directory`,
+    what: 'directory changes',
+    role: 'directory subscriber',
+    poll: { withoutRedisMs: DIRECTORY_POLL_MS, redisDownMs: DIRECTORY_POLL_MS, redisUpMs: SAFETY_POLL_MS },
+    // A message only says that something changed: the database says what.
+    catchUp: () => catchUp(),
+  });
 
   return {
     async announce() {
-      if (redis && redisReady(redis)) {
-        redis.publish(channel, 'changed').catch((err: unknown) => {
-          logger.warn({ err }, 'publishing a directory change failed; replicas read it by polling');
-        });
-      }
+      void feed.tell('changed');
       // The write has committed: a failure to read it back is the poll's to retry, not the writer's to report.
-      await refresh().catch(() => undefined);
+      await feed.wake().catch(() => undefined);
     },
-    async close() {
-      clearInterval(poll);
-      if (subscriber) await closeRedis(subscriber);
-      await tail;
-    },
+    close: () => feed.close(),
   };
+}
+
+const StateRow = z.object({
+  id: z.string(),
+  external_id: z.string().nullable(),
+  active: z.boolean(),
+  tokens_valid_after: z.string().nullable(),
+});
+
+function toUserState(row: unknown): DirectoryUserState {
+  const r = StateRow.parse(row);
+  return {
+    id: r.id,
+    key: r.external_id,
+    active: r.active,
+    tokensValidAfter: r.tokens_valid_after === null ? null : Date.parse(r.tokens_valid_after),
+  };
+}
+
+/** The last directory revision: a replica that has read every change up to it has nothing to catch up. */
+export async function directoryRevision(db: Queryable): Promise<string> {
+  const [row] = await db.query(`select revision from directory_state where id = 1`);
+  return String((row as { revision: unknown }).revision);
+}
+
+/**
+ * Users written after `revision` (all of them with `afterRevision` null: then only those that refuse someone), in
+ * revision order.
+ */
+export async function directoryUserStates(db: Queryable, afterRevision: string | null): Promise<DirectoryUserState[]> {
+  const rows =
+    afterRevision === null
+      ? await db.query(
+          `select id, external_id, active, tokens_valid_after from directory_users
+           where external_id is not null and (not active or tokens_valid_after is not null)`,
+        )
+      : await db.query(
+          // A key that left a user (keepRefusing) is read after that user's row of the same revision.
+          `select id, external_id, active, tokens_valid_after from directory_users
+           where revision > $1 order by revision, deleted_at is not null`,
+          [afterRevision],
+        );
+  return rows.map(toUserState);
+}
+
+/** The directory keys of the staff group's members, or null when the directory has no such group. */
+export async function staffKeys(db: Queryable, staffGroup: string): Promise<Set<string> | null> {
+  const rows = await db.query(
+    `select u.external_id from directory_groups g
+     left join directory_members m on m.group_id = g.id
+     left join directory_users u on u.id = m.user_id and u.deleted_at is null
+     where lower(g.display_name) = lower($1)`,
+    [staffGroup],
+  );
+  if (!rows.length) return null;
+  const keys = new Set<string>();
+  for (const row of rows) {
+    const key = (row as { external_id: string | null }).external_id;
+    if (key !== null) keys.add(key);
+  }
+  return keys;
 }

@@ -1,4 +1,4 @@
-import type { DatabaseConfig } from '../config.js';
+import type { DatabaseConfig } from '../config/index.js';
 import type { Database } from './db.js';
 
 /** Opens the configured database; each adapter is loaded only when used. */

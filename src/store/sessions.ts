@@ -203,3 +203,13 @@ export async function deleteExpiredSessionRows(db: Queryable, idleSeconds: numbe
     [idleSeconds],
   );
 }
+
+/** Revokes every live session of a directory key (its person was deactivated or removed); how many were. */
+export async function revokeSessionsOf(db: Queryable, directoryKey: string): Promise<number> {
+  const rows = await db.query(
+    `update auth_sessions set revoked_at = now(), id_token = null
+     where directory_key = $1 and revoked_at is null returning id_hash`,
+    [directoryKey],
+  );
+  return rows.length;
+}

@@ -1,10 +1,22 @@
 import type { Logger } from 'pino';
 import type { Database, Queryable } from './db.js';
+import { deleteExpiredProofIds } from './dpopReplay.js';
+import { deleteOldEvents } from './events.js';
+import { deleteExpiredKeys } from './idempotency.js';
+import { deleteOldWebhookMessages } from './webhooks.js';
 
 /** Advisory lock key of the sweep; other keys in use: 7251001 (migrations), 7251003, 7251004. */
 const SWEEP_LOCK = 7251006;
 
 export type SweepTask = (tx: Queryable) => Promise<void>;
+
+/** The store's own expired rows; the parts above it add theirs (sessions, the embedded IdP's state). */
+export const EXPIRED_ROWS: Readonly<Record<string, SweepTask>> = {
+  idempotencyKeys: deleteExpiredKeys,
+  orderEvents: deleteOldEvents,
+  dpopProofIds: deleteExpiredProofIds,
+  webhookMessages: deleteOldWebhookMessages,
+};
 
 export interface Sweeper {
   /** One sweep now; false when another replica holds the sweep lock (it is sweeping). */

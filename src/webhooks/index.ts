@@ -4,6 +4,12 @@
  */
 export { blockedBecause, createTargetGuard, systemLookup, type HostLookup, type ResolvedAddress } from './addresses.js';
 export {
+  prepareWebhookDelivery,
+  startWebhookDelivery,
+  type PreparedDelivery,
+  type WebhookSettings,
+} from './delivery.js';
+export {
   createSender,
   MAX_RESPONSE_BYTES,
   type AttemptResult,

@@ -8,7 +8,7 @@ import {
   isCsrfTokenFor,
   type SessionStore,
 } from '../../auth/sessions.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import { ANONYMOUS, parseAcrValues } from '../../domain/policy.js';
 import {
   authCookies,

@@ -1,7 +1,13 @@
 import type { NextFunction, Request, Response } from 'express';
 import { jsonBodyParser } from '../middleware/index.js';
 import { NO_PARAMS, paramsOfBody, paramsOfQuery, type GraphqlParams } from '../pipeline/index.js';
-import { responseMediaType, sendGraphqlError, unreadableRequest } from '../problems/index.js';
+import {
+  GRAPHQL_RESPONSE_TYPE,
+  JSON_TYPE,
+  responseMediaType,
+  sendGraphqlError,
+  unreadableRequest,
+} from '../problems/index.js';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -16,9 +22,6 @@ declare module 'express-serve-static-core' {
  * whatever the media type (https://graphql.github.io/graphql-over-http/draft/); GraphQL's own
  * request errors (parse, validation, coercion) are a different case, handled by the plugin (plugin.ts).
  */
-
-const JSON_TYPE = 'application/json';
-const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
 
 /**
  * What `req.is('application/json')` answers for the Content-Type nearly every client sends, without parsing it: the
@@ -112,20 +115,31 @@ export function graphqlEnvelope(opts: { bodyLimit: string; landingPage: boolean 
   ];
 }
 
+/**
+ * A browser opening /graphql: a GET that names no document and no extensions and prefers HTML. It gets the landing
+ * page (Sandbox) outside production and a 400 in it; nothing runs either way, so nothing can be forged.
+ */
+export function isLandingPageRequest(req: Request): boolean {
+  return req.method === 'GET' && asksForLandingPage(req, req.query as Record<string, unknown>);
+}
+
+function asksForLandingPage(req: Request, q: Record<string, unknown>): boolean {
+  return (
+    q.query === undefined &&
+    q.extensions === undefined &&
+    q.documentId === undefined &&
+    responseMediaType(req) !== GRAPHQL_RESPONSE_TYPE &&
+    req.accepts(['json', 'html']) === 'html'
+  );
+}
+
 function checkGet(req: Request, res: Response, next: NextFunction, landingPage: boolean) {
   // The Express integration insists on a parsed body, which a GET never has.
   req.body = undefined;
   // Express parses the query string again on every read of req.query: this is the one read.
   const q = req.query as Record<string, unknown>;
   // A browser asking for the page gets Apollo's landing page (Sandbox) outside production.
-  if (
-    landingPage &&
-    q.query === undefined &&
-    q.extensions === undefined &&
-    q.documentId === undefined &&
-    responseMediaType(req) !== GRAPHQL_RESPONSE_TYPE &&
-    req.accepts(['json', 'html']) === 'html'
-  ) {
+  if (landingPage && asksForLandingPage(req, q)) {
     res.locals.graphqlParams = NO_PARAMS;
     return next();
   }

@@ -9,7 +9,7 @@ import express, { type Request, type Response } from 'express';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { Authentication } from '../../auth/credentials.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import { createContext, type Context } from '../../context.js';
 import type { Services } from '../../domain/services.js';
 import {
@@ -22,23 +22,12 @@ import {
 import type { Metrics } from '../observability/index.js';
 import { createJitExecutor, createPolicyCache, type Pipeline } from '../pipeline/index.js';
 import { apolloMiddleware } from './apolloMount.js';
-import { graphqlEnvelope } from './envelope.js';
+import { graphqlEnvelope, isLandingPageRequest } from './envelope.js';
 import { withGraphiqlLink } from './graphiql.js';
 import { persistedDocuments } from './persistedDocuments.js';
 import { protocolPlugin, tracingPlugin } from './plugin.js';
 import type { ResultCache } from './resultCache/index.js';
 import { tracing } from '../../tracing.js';
-
-/** A browser opening /graphql gets the Sandbox page: nothing runs, so nothing can be forged (Apollo agrees). */
-function isLandingPageRequest(req: Request): boolean {
-  return (
-    req.method === 'GET' &&
-    req.query.query === undefined &&
-    req.query.extensions === undefined &&
-    req.query.documentId === undefined &&
-    req.accepts(['json', 'html']) === 'html'
-  );
-}
 
 /** The envelope's parse says whether a request sends its document as text rather than naming a persisted one. */
 const sendsText = (_req: Request, res: Response) => {
@@ -74,7 +63,7 @@ export async function createGraphqlRouter(deps: {
     // The pipeline's rules refuse introspection in production, on every transport alike.
     introspection: true,
     includeStacktraceInErrorResponses: false,
-    // main.ts owns shutdown: Apollo must keep serving while in-flight requests drain.
+    // server.ts owns shutdown: Apollo must keep serving while in-flight requests drain.
     stopOnTerminationSignals: false,
     // Apollo's rule, applied where it matters: refuseCookieCsrf for the session cookie, refuseSimpleTextGets for
     // query texts sent by GET in production (persisted documents stay plain GETs).

@@ -9,5 +9,6 @@ export { createMetrics, Tally, type Metrics, type RefusalReason } from './metric
 export { serveMetrics } from './metricsServer.js';
 export { probes } from './probes.js';
 export { requestLog, type RequestLogOptions } from './requestLog.js';
+export { observeDatabase, webhookMetrics } from './reporting.js';
 export { recordRequests } from './requestMetrics.js';
 export { startTracing } from './tracing.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { TracingConfig } from '../../config.js';
+import type { TracingConfig } from '../../config/index.js';
 import { installTracing, NOOP_TRACING, tracing } from '../../tracing.js';
 import type { ExportStats } from './tracingSdk.js';
 

@@ -36,7 +36,7 @@ import { ATTR_ERROR_TYPE, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opent
 import { ATTR_SERVICE_INSTANCE_ID } from '@opentelemetry/semantic-conventions/incubating';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { TraceSampler, TracingConfig } from '../../config.js';
+import type { TraceSampler, TracingConfig } from '../../config/index.js';
 import {
   TRACEPARENT,
   type CarrierInput,

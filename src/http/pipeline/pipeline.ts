@@ -15,7 +15,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import type { Redis } from 'ioredis';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import type { Context } from '../../context.js';
 import { clientKey, type Charge, type RateBudget } from '../middleware/index.js';
 import type { Metrics, Tally } from '../observability/index.js';

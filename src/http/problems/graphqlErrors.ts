@@ -10,7 +10,7 @@ import {
 import { DomainError } from '../../domain/errors.js';
 import { isApiErrorCode, traceIdMember, type ApiErrorCode } from './catalogue.js';
 
-/** Codes (of the catalogue in problems.ts) that describe the client's request and may be shown as they are. */
+/** Codes (of the catalogue in catalogue.ts) that describe the client's request and may be shown as they are. */
 const CLIENT_CODES: ReadonlySet<string> = new Set<ApiErrorCode>([
   'GRAPHQL_PARSE_FAILED',
   'GRAPHQL_VALIDATION_FAILED',

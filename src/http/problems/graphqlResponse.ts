@@ -1,8 +1,9 @@
 import express, { type Request, type Response } from 'express';
 import { traceIdMember, type ApiErrorCode } from './catalogue.js';
 
-const JSON_TYPE = 'application/json';
-const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
+/** The two media types a GraphQL-over-HTTP answer may have (application/json is also the only request body's). */
+export const JSON_TYPE = 'application/json';
+export const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
 
 export type GraphqlMediaType = typeof JSON_TYPE | typeof GRAPHQL_RESPONSE_TYPE;
 

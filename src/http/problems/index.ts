@@ -14,6 +14,8 @@ export {
 export { bearerChallenge, dpopChallenge, stepUpChallenge } from './challenges.js';
 export { clientError, codeOf, formatError, formatResult, isUnexpected, type ErrorPolicy } from './graphqlErrors.js';
 export {
+  GRAPHQL_RESPONSE_TYPE,
+  JSON_TYPE,
   mediaTypeFor,
   responseMediaType,
   sendGraphqlError,

@@ -4,6 +4,7 @@
  * per-user bounds, the sessions behind them).
  */
 export { boundedStream, SUBSCRIBER_BUFFER } from './boundedStream.js';
+export { createRealtime } from './realtime.js';
 export { createSharedExecution, type SharedExecution } from './sharedExecution.js';
 export { textFrame } from './socketMember.js';
 export { createSseRouter } from './sse.js';

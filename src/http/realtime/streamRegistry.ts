@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { sessionKey } from '../../auth/sessions.js';
-import type { StreamLimits } from '../../config.js';
+import type { StreamLimits } from '../../config/index.js';
 import type { Principal, User } from '../../domain/policy.js';
 import { readCookie } from '../middleware/index.js';
 

@@ -16,7 +16,7 @@ import { countedOpen, type Metrics } from '../observability/index.js';
 import { OPERATION_SPAN, type OperationParams, type Pipeline } from '../pipeline/index.js';
 import { tracing, type Parent, type Span } from '../../tracing.js';
 import { boundedStream, SUBSCRIBER_BUFFER } from './boundedStream.js';
-import { tailOf, type Member, type SharedExecution, type Ticket } from './sharedExecution.js';
+import { tailOf, TOO_SLOW, type Member, type SharedExecution, type Ticket } from './sharedExecution.js';
 
 /** Why a subscriber is cut off: too slow (more than SUBSCRIBER_BUFFER events waiting), or its credential expired. */
 export type StreamEnd = 'overflow' | 'expired';
@@ -71,7 +71,7 @@ export function createSubscribePath(deps: {
       SUBSCRIBER_BUFFER,
       () => {
         sharedExecution.countTooSlow();
-        subscriber.end('overflow', `More than ${SUBSCRIBER_BUFFER} events were waiting: the subscriber is too slow.`);
+        subscriber.end('overflow', TOO_SLOW);
       },
       () => {
         unlisten();

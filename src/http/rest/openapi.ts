@@ -20,7 +20,7 @@ import { webhookPaths } from './openapiWebhooks.js';
 
 /**
  * The OpenAPI 3.1 description of the REST endpoints, served at /v1/openapi.json and generated: schemas from the
- * zod contract (contract.ts), error responses from the error catalogue (problems.ts). What is declared here is
+ * zod contract (contract.ts), error responses from the error catalogue (problems/catalogue.ts). What is declared here is
  * only what neither holds: paths, parameters, headers and which errors each operation can answer.
  */
 
