@@ -206,8 +206,6 @@ export interface components {
         OrderPage: {
             orders: components["schemas"]["Order"][];
             next_cursor: string | null;
-            /** @description The cursor of the page before this one (as in the `Link` rel="prev"), or null on the first page. */
-            prev_cursor: string | null;
         };
         Problem: {
             /** Format: uri-reference */
@@ -375,7 +373,7 @@ export interface operations {
             query?: {
                 /** @description Values above 100 behave as 100. */
                 limit?: number;
-                /** @description Opaque; from `next_cursor`, `prev_cursor` or the `Link` header. Valid only with the filters and `order` it was issued for. */
+                /** @description Opaque; from `next_cursor` or the `Link` header. Valid only with the filters and `order` it was issued for. */
                 cursor?: string;
                 /** @description Orders in any of these statuses, comma-separated: `status=paid,shipped`. */
                 status?: string;

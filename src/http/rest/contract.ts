@@ -112,9 +112,6 @@ export const OrderPage = documented(
   z.strictObject({
     orders: documented(z.array(Order), { maxItems: PAGE.max }),
     next_cursor: z.string().nullable(),
-    prev_cursor: documented(z.string().nullable(), {
-      description: 'The cursor of the page before this one (as in the `Link` rel="prev"), or null on the first page.',
-    }),
   }),
   { id: 'OrderPage' },
 );

@@ -50,7 +50,7 @@ const paths = {
           in: 'query',
           schema: { type: 'string' },
           description:
-            'Opaque; from `next_cursor`, `prev_cursor` or the `Link` header. Valid only with the filters and `order` it was issued for.',
+            'Opaque; from `next_cursor` or the `Link` header. Valid only with the filters and `order` it was issued for.',
         },
         {
           name: 'status',

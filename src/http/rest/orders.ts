@@ -66,7 +66,6 @@ export function ordersRouter(services: Services): express.Router {
           JSON.stringify({
             orders: listed.map((o) => orderJson(o.order, o.items)),
             next_cursor: page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null,
-            prev_cursor: page.pageInfo.hasPreviousPage ? page.backwardCursor : null,
           }),
         );
     })
