@@ -20,6 +20,8 @@ const config: CodegenConfig = {
         mappers: {
           Order: '../domain/model.js#Order',
           OrderItem: '../domain/model.js#OrderItem',
+          OrderConnection: '../domain/orderListing.js#OrderConnectionPage',
+          OrderEdge: '../domain/orderListing.js#OrderEdgeModel',
           Customer: '../domain/model.js#Customer',
           Product: '../domain/model.js#Product',
           Viewer: '../domain/policy.js#User',

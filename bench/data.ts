@@ -136,3 +136,16 @@ export async function someOrderOf(client: pg.Client, customerId: string): Promis
   if (!rows.length) throw new Error(`customer ${customerId} has no orders`);
   return rows[rows.length - 1].id as string;
 }
+
+/** The position `depth` orders down the newest-first list, as the `orders` connection's cursors hold it. */
+export async function deepPosition(
+  client: pg.Client,
+  depth: number,
+): Promise<{ key: string; id: string; depth: number }> {
+  const { rows } = await client.query<{ id: string; key: string }>(
+    `select id, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as key
+     from orders order by created_at desc, id desc offset $1 limit 1`,
+    [depth],
+  );
+  return { ...rows[0]!, depth };
+}

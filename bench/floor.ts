@@ -58,6 +58,43 @@ try {
     return { data: { recentOrders: await withCustomers(orders) } };
   }
 
+  /**
+   * The `orders` connection's keyset page as store/orderPages.ts writes it: one scan per status merged in key order,
+   * and, after a cursor, the page behind probed in the same statement.
+   */
+  async function ordersPage(first: number, statuses: string[] | null, since: string | null, after: string | null) {
+    const key = `to_char(o.created_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as sort_key`;
+    const columns = `o.id, o.customer_id, o.status, o.total_cents, o.version, o.created_at, o.updated_at, ${key}`;
+    let rows: (OrderRow & { probe: boolean })[];
+    if (statuses) {
+      rows = await query(
+        `select *, false as probe from (select p.* from unnest($1::text[]) as st(status)
+          cross join lateral (select ${columns} from orders o
+            where o.created_at >= $2::timestamptz and o.status = st.status
+            order by o.created_at desc, o.id desc limit $3) p
+          order by created_at desc, id desc limit $3) page`,
+        [statuses, since, first + 1],
+      );
+    } else if (after) {
+      const [at, id] = JSON.parse(Buffer.from(after, 'base64url').toString('utf8')) as [string, string];
+      rows = await query(
+        `select *, false as probe from (select ${columns} from orders o where (o.created_at, o.id) < ($1::timestamptz, $2)
+           order by o.created_at desc, o.id desc limit $3) page
+         union all select *, true from (select ${columns} from orders o where (o.created_at, o.id) >= ($1::timestamptz, $2)
+           order by o.created_at asc, o.id asc limit 1) probe
+         order by probe, created_at desc, id desc`,
+        [at, id, first + 1],
+      );
+    } else {
+      rows = await query(
+        `select *, false as probe from (select ${columns} from orders o order by o.created_at desc, o.id desc limit $1) page`,
+        [first + 1],
+      );
+    }
+    const nodes = await withCustomers(rows.filter((r) => !r.probe).slice(0, first));
+    return { data: { orders: { nodes } } };
+  }
+
   async function order(id: string) {
     const [row] = await query<OrderRow>(`select ${ORDER_COLUMNS} from orders where id = $1`, [id]);
     // The app shows a customer only their own orders; its subject → customer id lookup is cached.
@@ -72,9 +109,18 @@ try {
   }
 
   /** Picks the scenario from the query text with a regex: recognising it is not parsing GraphQL. */
-  async function answer(body: { query?: string; variables?: { id?: string } }) {
+  async function answer(body: { query?: string; variables?: { id?: string; after?: string } }) {
     const first = /recentOrders\(first:\s*(\d+)\)/.exec(body.query ?? '');
     if (first) return recentOrders(Number(first[1]));
+    const page = /\borders\(first:\s*(\d+)/.exec(body.query ?? '');
+    if (page) {
+      const statuses = /status:\s*\[([A-Z, ]+)\]/
+        .exec(body.query ?? '')?.[1]
+        ?.split(/,\s*/)
+        .map((s) => s.toLowerCase());
+      const since = /gte:\s*"([^"]+)"/.exec(body.query ?? '')?.[1] ?? null;
+      return ordersPage(Number(page[1]), statuses ?? null, since, body.variables?.after ?? null);
+    }
     if (/\border\(/.test(body.query ?? '') && body.variables?.id) return order(body.variables.id);
     if (/\bproducts\b/.test(body.query ?? '')) return products();
     return null;

@@ -23,7 +23,16 @@ import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { loginWithPkce } from '../src/auth/pkceLogin.js';
 import { buildChildren, cleanupOnce, startChild, type ServerChild } from './children.js';
-import { connect, customerIdOf, growOrders, postgresProblem, recentOrdersPlan, someOrderOf } from './data.js';
+import { encodeOrderCursor, fingerprintOf } from '../src/domain/cursors.js';
+import {
+  connect,
+  customerIdOf,
+  deepPosition,
+  growOrders,
+  postgresProblem,
+  recentOrdersPlan,
+  someOrderOf,
+} from './data.js';
 import { readMachineCpu } from './cpu.js';
 import type { CpuTime } from './ipc.js';
 import type { PeerResult } from './report.js';
@@ -508,6 +517,10 @@ async function main(): Promise<number> {
   log(`plan of the staff list: ${plan}`);
   const aliceId = await customerIdOf(admin, 'alice');
   const orderId = await someOrderOf(admin, aliceId);
+  const depth = await deepPosition(admin, Math.min(10_000 * 50, Math.floor(grown.after / 2)));
+  const deepCursor = encodeOrderCursor(depth, fingerprintOf([{}, 'createdAt', 'desc']));
+  log(`orders-page-10000 starts ${depth.depth.toLocaleString('en-US')} orders in`);
+  const since = new Date(Date.now() - 30 * 86_400_000).toISOString();
   await admin.end();
   admin = undefined;
 
@@ -522,7 +535,7 @@ async function main(): Promise<number> {
   });
   log(`floor listening at ${floor.ready.url}`);
 
-  const all = scenarios({ staffToken, customerToken, customerOrderId: orderId });
+  const all = scenarios({ staffToken, customerToken, customerOrderId: orderId, deepCursor, since });
   const chosen = all.filter((s) => !options.only || options.only.includes(s.name));
   const mixChosen = options.production && (!options.only || options.only.includes(MIX_NAME));
   if (!chosen.length && !mixChosen) throw new Error(`--only matched no scenario`);
@@ -657,6 +670,13 @@ async function main(): Promise<number> {
     return results;
   }
   const results = await runScenarios(app, options.production ? 'production' : 'development');
+  const [shallow, deep] = ['orders-page-1', 'orders-page-10000'].map((n) => results.find((r) => r.name === n));
+  if (shallow && deep) {
+    log(
+      `orders p50 at depth ${depth.depth.toLocaleString('en-US')} vs page 1: ${deep.app.stats.p50Ms.toFixed(2)} ms / ` +
+        `${shallow.app.stats.p50Ms.toFixed(2)} ms = ${(deep.app.stats.p50Ms / shallow.app.stats.p50Ms).toFixed(2)}× (target ≤ 1.2×)`,
+    );
+  }
   const development = options.production && options.development ? await runScenarios(idpApp, 'development') : [];
   const cacheMix = mixChosen
     ? await runCacheMix({

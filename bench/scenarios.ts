@@ -5,6 +5,10 @@ export interface ScenarioContext {
   readonly customerToken: string;
   /** One of the customer's own orders. */
   readonly customerOrderId: string;
+  /** The `orders` connection's cursor at depth 10,000 pages of 50 (or half-way down a smaller table). */
+  readonly deepCursor: string;
+  /** Where the status + createdAt filter's range starts: 30 days before the bench's data was grown. */
+  readonly since: string;
 }
 
 export interface Scenario {
@@ -41,11 +45,31 @@ function recentOrders(first: number, ctx: ScenarioContext): Scenario {
   };
 }
 
+/** A page of 50 of the `orders` connection as staff: `args` are its arguments beside `first: 50`. */
+function ordersPage(name: string, args: string, ctx: ScenarioContext, variables?: Record<string, unknown>): Scenario {
+  const declared = variables ? '($after: String)' : '';
+  return {
+    name,
+    description: `POST orders(first: 50${args}) { nodes ${SELECTION} } as staff (carol)`,
+    request: (baseUrl) =>
+      post(baseUrl, ctx.staffToken, {
+        query: `query${declared} { orders(first: 50${args}) { nodes ${SELECTION} } }`,
+        ...(variables ? { variables } : {}),
+      }),
+    ids: (body) =>
+      ((body as Data).data?.orders as { nodes: { id: string }[] } | undefined)?.nodes.map((o) => o.id) ?? [],
+    expect: (ids) => (ids.length === 50 ? null : `expected 50 orders, got ${ids.length}`),
+  };
+}
+
 export function scenarios(ctx: ScenarioContext): Scenario[] {
   const productsQuery = '{products{sku name priceCents}}';
   return [
     recentOrders(20, ctx),
     recentOrders(100, ctx),
+    ordersPage('orders-filtered-50', `, filter: {status: [PAID, SHIPPED], createdAt: {gte: "${ctx.since}"}}`, ctx),
+    ordersPage('orders-page-1', '', ctx),
+    ordersPage('orders-page-10000', ', after: $after', ctx, { after: ctx.deepCursor }),
     {
       name: 'order-by-id',
       description: `POST order(id) ${SELECTION} as the owning customer (alice)`,
@@ -76,8 +100,10 @@ export function scenarios(ctx: ScenarioContext): Scenario[] {
 
 /** Every scenario's name and what it sends, for --help and --only (no tokens needed to describe them). */
 export function scenarioCatalogue(): { name: string; description: string }[] {
-  return scenarios({ staffToken: '', customerToken: '', customerOrderId: '' }).map(({ name, description }) => ({
-    name,
-    description,
-  }));
+  return scenarios({ staffToken: '', customerToken: '', customerOrderId: '', deepCursor: '', since: '' }).map(
+    ({ name, description }) => ({
+      name,
+      description,
+    }),
+  );
 }

@@ -96,7 +96,7 @@ export async function runTracing(argv: string[]): Promise<number> {
       { name: 'on, 100 %', child: await replica({ ...traced, OTEL_TRACES_SAMPLER_ARG: '1' }) },
       { name: 'on, 1 %', child: await replica({ ...traced, OTEL_TRACES_SAMPLER_ARG: '0.01' }) },
     ];
-    const chosen = scenarios({ staffToken, customerToken, customerOrderId }).filter((s) =>
+    const chosen = scenarios({ staffToken, customerToken, customerOrderId, deepCursor: '', since: '' }).filter((s) =>
       ['recentOrders-100', 'order-by-id'].includes(s.name),
     );
 

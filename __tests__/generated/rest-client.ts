@@ -8,7 +8,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Orders, newest first (staff: all; customers: their own) */
+        /** Orders, filtered and sorted, newest first by default (staff: all; customers: their own) */
         get: operations["listOrders"];
         put?: never;
         /** Place an order */
@@ -348,7 +348,7 @@ export interface components {
         WebhookLocation: string;
         /** @description Present when this is the replay of the first response to the Idempotency-Key. */
         IdempotentReplayed: "true";
-        /** @description rel="next" when more items follow. */
+        /** @description rel="next" when more items follow; on order lists also rel="prev" when items come before. */
         Link: string;
         /** @description Why the credentials were refused, or which scope is missing (RFC 6750 §3, RFC 9449 §7.1). */
         WWWAuthenticate: string;
@@ -373,8 +373,20 @@ export interface operations {
             query?: {
                 /** @description Values above 100 behave as 100. */
                 limit?: number;
-                /** @description Opaque; from `next_cursor` or the `Link` header. */
+                /** @description Opaque; from `next_cursor` or the `Link` header. Valid only with the filters and `order` it was issued for. */
                 cursor?: string;
+                /** @description Orders in any of these statuses, comma-separated: `status=paid,shipped`. */
+                status?: string;
+                /** @description Orders created at or after this instant. */
+                "created[gte]"?: string;
+                /** @description Orders created before this instant. */
+                "created[lt]"?: string;
+                /** @description Staff: this customer's orders. A customer naming anyone but themselves gets an empty list. */
+                customer_id?: string;
+                /** @description Orders with a line of this product. */
+                sku?: string;
+                /** @description The sort: a field, descending when prefixed with `-`; ties are broken by id. */
+                order?: "-created_at" | "created_at" | "-updated_at" | "updated_at";
             };
             header?: never;
             path?: never;

@@ -122,13 +122,23 @@ describe('Apollo Client against the API', () => {
       { sameDatabaseAs: server },
     );
     // Every object type is an entity with `id: ID!`, except the roots, OrderItem, a value kept inside its Order, and
-    // WebhookEndpointWithSecret, a mutation's answer whose `endpoint` is the entity (the secret is never read again).
+    // WebhookEndpointWithSecret, a mutation's answer whose `endpoint` is the entity (the secret is never read again), and
+    // a connection's pages (OrderConnection, OrderEdge, PageInfo), kept in their field (relayStylePagination merges them).
     assert.deepEqual(
       types
         .filter((t) => !hasId(t))
         .map((t) => t.name)
         .sort(),
-      ['Mutation', 'OrderItem', 'Query', 'Subscription', 'WebhookEndpointWithSecret'],
+      [
+        'Mutation',
+        'OrderConnection',
+        'OrderEdge',
+        'OrderItem',
+        'PageInfo',
+        'Query',
+        'Subscription',
+        'WebhookEndpointWithSecret',
+      ],
     );
   });
   afterAll(async () => {

@@ -23,6 +23,10 @@ export function createLoaders(repos: Pick<Repositories, 'customers' | 'orders'>)
       const byId = new Map((await repos.customers.byIds(ids)).map((c) => [c.id, c]));
       return ids.map((id) => byId.get(id) ?? null);
     }),
+    order: new DataLoader<string, Order | null>(async (ids) => {
+      const byId = new Map((await repos.orders.byIds(ids)).map((o) => [o.id, o]));
+      return ids.map((id) => byId.get(id) ?? null);
+    }),
     orderItems: new DataLoader<string, OrderItem[]>(async (orderIds) => {
       const byOrder = groupBy(await repos.orders.itemsOf(orderIds), (i) => i.orderId);
       return orderIds.map((id) => byOrder.get(id) ?? []);

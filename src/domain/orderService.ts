@@ -7,6 +7,7 @@ import type { EventSink } from './events.js';
 import { ID_PATTERN, newId } from './ids.js';
 import { groupBy, type Loaders } from './loaders.js';
 import type { Order, OrderCursor, OrderEvent, OrderLineInput, OrderStatus, OrderWithItems } from './model.js';
+import { createOrderListing } from './orderListing.js';
 import { assertTransition, isOrderStatus, priceLines } from './orders.js';
 import type { Repositories, Storage } from './ports.js';
 import { isStaff, requireScope, requireStepUp, SCOPES, type Principal, type StepUpRule, type User } from './policy.js';
@@ -208,6 +209,8 @@ export function createOrderService(deps: {
 
     /** The lines of orders the domain has already let the caller see, in one read. */
     withItems,
+
+    ...createOrderListing({ orders: storage.orders, customers }),
 
     /** A customer's newest orders, for staff or for that customer. */
     async ofCustomer(principal: Principal, customerId: string, first: number | null | undefined, loaders: Loaders) {

@@ -1,6 +1,7 @@
 import { createCatalogue } from './catalogue.js';
 import { createCustomerService } from './customers.js';
 import { createLoaders } from './loaders.js';
+import { createNodes } from './nodes.js';
 import { createOrderService } from './orderService.js';
 import type { DirectoryFeed, EventChannel, Storage } from './ports.js';
 import type { StepUpRule, User } from './policy.js';
@@ -35,6 +36,7 @@ export function createServices(
   const subscriptions = createSubscriptionService({ outbox: storage.events, bus: events, customers, orders });
   const provisioning = createProvisioning({ storage, feed: directory });
   const webhookEndpoints = createWebhookService({ storage, customers, stepUp: rules.stepUp, ...webhooks });
+  const nodes = createNodes({ customers, webhookEndpoint: (principal, id) => webhookEndpoints.get(principal, id) });
   return {
     catalogue,
     customers,
@@ -42,6 +44,7 @@ export function createServices(
     subscriptions,
     provisioning,
     webhooks: webhookEndpoints,
+    nodes,
     loaders: () => createLoaders(storage),
   };
 }

@@ -1,4 +1,5 @@
 import type { QueryResolvers } from '../generated/graphql.js';
+import { connectionArgs } from './OrderConnection.js';
 
 export const Query: QueryResolvers = {
   order: (_parent, { id }, { services, principal }) => services.orders.get(principal, id),
@@ -10,4 +11,7 @@ export const Query: QueryResolvers = {
   webhookEndpoints: async (_parent, { first }, { services, principal }) =>
     (await services.webhooks.list(principal, { first })).items,
   webhookEndpoint: (_parent, { id }, { services, principal }) => services.webhooks.get(principal, id),
+  orders: (_parent, args, { services, principal }) => services.orders.connection(principal, connectionArgs(args)),
+  node: (_parent, { id }, { services, principal, loaders }) => services.nodes.one(principal, id, loaders),
+  nodes: (_parent, { ids }, { services, principal, loaders }) => services.nodes.many(principal, ids, loaders),
 };

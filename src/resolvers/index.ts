@@ -2,7 +2,9 @@ import type { Resolvers } from '../generated/graphql.js';
 import { Customer } from './Customer.js';
 import { DateTime } from './DateTime.js';
 import { Mutation } from './Mutation.js';
+import { Node } from './Node.js';
 import { Order } from './Order.js';
+import { OrderConnection } from './OrderConnection.js';
 import { OrderItem } from './OrderItem.js';
 import { Product } from './Product.js';
 import { Query } from './Query.js';
@@ -16,6 +18,8 @@ export const resolvers: Resolvers = {
   Subscription,
   Order,
   OrderItem,
+  OrderConnection,
+  Node,
   Product,
   Customer,
   Viewer,

@@ -2,6 +2,7 @@ import type { Database } from './db.js';
 import { CORE_MIGRATIONS } from './migrations/core.js';
 import { DIRECTORY_MIGRATIONS } from './migrations/directory.js';
 import type { Migration } from './migrations/migration.js';
+import { ORDER_LISTING_MIGRATIONS } from './migrations/orderListing.js';
 import { STEP_UP_MIGRATIONS } from './migrations/stepUp.js';
 import { TRACING_MIGRATIONS } from './migrations/tracing.js';
 import { WEBHOOK_MIGRATIONS } from './migrations/webhooks.js';
@@ -16,6 +17,7 @@ export const MIGRATIONS: readonly Migration[] = [
   ...STEP_UP_MIGRATIONS,
   ...TRACING_MIGRATIONS,
   ...WEBHOOK_MIGRATIONS,
+  ...ORDER_LISTING_MIGRATIONS,
 ].sort((a, b) => a.version - b.version);
 
 for (const [i, m] of MIGRATIONS.entries()) {

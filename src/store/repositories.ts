@@ -14,6 +14,7 @@ import {
   replaceOrderItems,
   updateOrderStatus,
 } from './orders.js';
+import { countOrders, ordersByIds, scanOrders } from './orderPages.js';
 import { allProducts } from './products.js';
 import { webhookRows } from './webhooks.js';
 
@@ -32,6 +33,9 @@ export function repositoriesOver(db: Queryable): Repositories {
     orders: {
       find: (id) => findOrder(db, id),
       list: (opts) => listOrders(db, opts),
+      scan: (scan) => scanOrders(db, scan),
+      count: (filter, bound) => countOrders(db, filter, bound),
+      byIds: (ids) => ordersByIds(db, ids),
       listOfCustomers: (customerIds, limit) => listOrdersOfCustomers(db, customerIds, limit),
       itemsOf: (orderIds) => itemsOfOrders(db, orderIds),
       insert: (order, lines) => insertOrder(db, order, lines),

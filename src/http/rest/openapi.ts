@@ -1,4 +1,5 @@
 import { IDEMPOTENCY_KEY_PATTERN } from '../../domain/idempotencyKey.js';
+import { ORDER_STATUSES } from '../../domain/model.js';
 import { PAGE } from '../../domain/orderService.js';
 import type { ApiErrorCode } from '../problems/index.js';
 import {
@@ -36,7 +37,7 @@ const paths = {
   '/orders': {
     get: {
       operationId: 'listOrders',
-      summary: 'Orders, newest first (staff: all; customers: their own)',
+      summary: 'Orders, filtered and sorted, newest first by default (staff: all; customers: their own)',
       parameters: [
         {
           name: 'limit',
@@ -48,7 +49,48 @@ const paths = {
           name: 'cursor',
           in: 'query',
           schema: { type: 'string' },
-          description: 'Opaque; from `next_cursor` or the `Link` header.',
+          description:
+            'Opaque; from `next_cursor` or the `Link` header. Valid only with the filters and `order` it was issued for.',
+        },
+        {
+          name: 'status',
+          in: 'query',
+          schema: { type: 'string', pattern: `^(${ORDER_STATUSES.join('|')})(,(${ORDER_STATUSES.join('|')}))*$` },
+          description: 'Orders in any of these statuses, comma-separated: `status=paid,shipped`.',
+        },
+        {
+          name: 'created[gte]',
+          in: 'query',
+          schema: { type: 'string', format: 'date-time' },
+          description: 'Orders created at or after this instant.',
+        },
+        {
+          name: 'created[lt]',
+          in: 'query',
+          schema: { type: 'string', format: 'date-time' },
+          description: 'Orders created before this instant.',
+        },
+        {
+          name: 'customer_id',
+          in: 'query',
+          schema: { type: 'string', pattern: '^cus_[0-9a-z]{26}$' },
+          description: "Staff: this customer's orders. A customer naming anyone but themselves gets an empty list.",
+        },
+        {
+          name: 'sku',
+          in: 'query',
+          schema: { type: 'string', minLength: 1, maxLength: 64 },
+          description: 'Orders with a line of this product.',
+        },
+        {
+          name: 'order',
+          in: 'query',
+          schema: {
+            type: 'string',
+            enum: ['-created_at', 'created_at', '-updated_at', 'updated_at'],
+            default: '-created_at',
+          },
+          description: 'The sort: a field, descending when prefixed with `-`; ties are broken by id.',
         },
       ],
       responses: {

@@ -73,8 +73,8 @@ export const HEADERS = {
   },
   Link: {
     required: false,
-    description: 'rel="next" when more items follow.',
-    schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$', maxLength: 2048 },
+    description: 'rel="next" when more items follow; on order lists also rel="prev" when items come before.',
+    schema: { type: 'string', pattern: '^<[^>]+>; rel="(next|prev)"(, <[^>]+>; rel="prev")?$', maxLength: 4096 },
   },
   WWWAuthenticate: {
     required: true,

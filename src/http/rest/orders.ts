@@ -8,7 +8,8 @@ import { sendProblem } from '../problems/index.js';
 import { parseCreateBody, parseOrderPatch, parseReplaceBody } from './bodies.js';
 import { ifNoneMatchMatches, parseEtagList } from '../middleware/index.js';
 import { methodNotAllowed, optionalIfMatch, requiredIfMatch, requireType } from './requestChecks.js';
-import { decodeCursor, encodeCursor, orderJson } from './representation.js';
+import { orderJson } from './representation.js';
+import { ListQueryError, listQueryErrorOf, pageLinks, parseListQuery } from './orderListQuery.js';
 
 const JSON_TYPE = 'application/json';
 const MERGE_PATCH = 'application/merge-patch+json';
@@ -47,26 +48,26 @@ export function ordersRouter(services: Services): express.Router {
   router
     .route('/orders')
     .get(async (req: Request, res: Response) => {
-      const { limit: limitParam, cursor: cursorParam } = req.query;
-      // Plain decimal digits only: Number() would also take "0x10", "1e2" and " 5".
-      const digits = typeof limitParam === 'string' && /^\d{1,20}$/.test(limitParam);
-      const limit = limitParam === undefined ? undefined : digits ? Number(limitParam) : NaN;
-      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1)) {
-        return sendProblem(req, res, 'MALFORMED_REQUEST', 'limit must be a whole number from 1 to 100.');
+      let page;
+      try {
+        page = await orders.connection(res.locals.principal, parseListQuery(req.query));
+      } catch (error) {
+        const refused = error instanceof ListQueryError ? error : listQueryErrorOf(error);
+        if (!refused) throw error;
+        return sendProblem(req, res, 'MALFORMED_REQUEST', refused.message, { invalid: refused.invalid });
       }
-      const after = typeof cursorParam === 'string' ? decodeCursor(cursorParam) : undefined;
-      if (cursorParam !== undefined && !after) {
-        return sendProblem(req, res, 'MALFORMED_REQUEST', 'cursor is not one this API issued.');
-      }
-      const page = await orders.list(res.locals.principal, { first: limit, ...(after ? { after } : {}) });
-      const last = page.orders.at(-1);
-      const next = page.hasMore && last ? encodeCursor(last) : null;
-      if (next) res.set('Link', `</v1/orders?limit=${page.limit}&cursor=${next}>; rel="next"`);
+      const links = pageLinks('/v1/orders', req.query, page);
+      if (links) res.set('Link', links);
       const listed = await orders.withItems(page.orders);
       res
         .set({ 'Cache-Control': PRIVATE_REVALIDATE, Vary: 'Authorization' })
         .type(JSON_TYPE)
-        .send(JSON.stringify({ orders: listed.map((o) => orderJson(o.order, o.items)), next_cursor: next }));
+        .send(
+          JSON.stringify({
+            orders: listed.map((o) => orderJson(o.order, o.items)),
+            next_cursor: page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null,
+          }),
+        );
     })
     .post(
       (req, res, next) => (requireType(req, res, [JSON_TYPE], 'Accept-Post') ? next() : undefined),

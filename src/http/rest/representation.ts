@@ -1,4 +1,5 @@
-import type { Order, OrderCursor, OrderItem } from '../../domain/model.js';
+import { decodePosition } from '../../domain/cursors.js';
+import type { Order, OrderItem } from '../../domain/model.js';
 import type { WebhookCursor, WebhookDelivery, WebhookEndpoint } from '../../domain/webhooks.js';
 import type { OrderRepresentation, WebhookDeliveryRepresentation, WebhookEndpointRepresentation } from './contract.js';
 
@@ -18,45 +19,6 @@ export function orderJson(order: Order, items: readonly OrderItem[]): OrderRepre
     created_at: order.createdAt,
     updated_at: order.updatedAt,
   };
-}
-
-/**
- * Cursors are opaque to clients: base64url of the last row's position in newest-first order. One form for orders,
- * webhook endpoints and deliveries.
- */
-export function encodeCursor(item: { readonly createdAt: string; readonly id: string }): string {
-  return Buffer.from(JSON.stringify([item.createdAt, item.id])).toString('base64url');
-}
-
-/** Longer than any cursor encodeCursor makes (about 90 characters). */
-const MAX_CURSOR_LENGTH = 200;
-const ORDER_ID = /^ord_[0-9a-hjkmnp-tv-z]{26}$/;
-/** Nothing this API stored predates the epoch; the bound keeps BC and far-future dates away from SQL. */
-const EPOCH_YEAR = 1970;
-
-/**
- * Accepts only what encodeCursor could have made, with an id of `idPattern`: a tampered cursor (a BC date, a NUL
- * byte, any other id) is refused here rather than failing in the database.
- */
-function decodePosition(cursor: string, idPattern: RegExp): { at: string; createdAt: Date; id: string } | null {
-  if (cursor.length > MAX_CURSOR_LENGTH || !/^[\w-]+$/.test(cursor)) return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    return null;
-  }
-  if (!Array.isArray(value) || value.length !== 2) return null;
-  const [at, id] = value as unknown[];
-  if (typeof at !== 'string' || typeof id !== 'string' || !idPattern.test(id)) return null;
-  const createdAt = new Date(at);
-  if (Number.isNaN(createdAt.getTime()) || createdAt.toISOString() !== at) return null;
-  return createdAt.getUTCFullYear() >= EPOCH_YEAR && createdAt.getUTCFullYear() <= 9999 ? { at, createdAt, id } : null;
-}
-
-export function decodeCursor(cursor: string): OrderCursor | null {
-  const position = decodePosition(cursor, ORDER_ID);
-  return position && { createdAt: position.createdAt, id: position.id };
 }
 
 /** The REST representation of a webhook endpoint (its secret only where one was just made). */
@@ -91,5 +53,7 @@ export function webhookDeliveryJson(delivery: WebhookDelivery): WebhookDeliveryR
 
 export function decodeWebhookCursor(cursor: string, idPattern: RegExp): WebhookCursor | null {
   const position = decodePosition(cursor, idPattern);
-  return position && { createdAt: position.at, id: position.id };
+  return position && { createdAt: position.key, id: position.id };
 }
+
+export { encodeCursor } from '../../domain/cursors.js';

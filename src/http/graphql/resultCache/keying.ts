@@ -11,8 +11,11 @@ import {
 import { isStaff, type Principal } from '../../../domain/policy.js';
 import { namedHash, sha256, type GraphqlParams } from '../../pipeline/index.js';
 
-/** Types whose values change with order events: a response that selects one may hold an order. */
-const ORDER_TYPES = new Set(['Order', 'OrderItem']);
+/**
+ * Types whose values change with order events: a response that selects one may hold an order. A connection's count
+ * and page change with them though it selects no Order (`orders { totalCount }`), and so does a `Node` that may be one.
+ */
+const ORDER_TYPES = new Set(['Order', 'OrderItem', 'OrderConnection', 'OrderEdge', 'Node']);
 
 /** A request that may be answered from the cache: its key, and what the store keeps of it. */
 export interface Described {
