@@ -40,7 +40,7 @@ try {
     : process.env.BENCH_COMPILED
       ? '../dist/src'
       : '../src';
-  const { loadConfig } = (await import(`${from}/config.js`)) as typeof ConfigModule;
+  const { loadConfig } = (await import(`${from}/config/index.js`)) as typeof ConfigModule;
   const { startServer } = (await import(`${from}/server.js`)) as typeof ServerModule;
   const externalIssuer = process.env.BENCH_OIDC_ISSUER;
   const config = loadConfig({
