@@ -43,12 +43,6 @@ export interface OrderWithItems {
   readonly items: OrderItem[];
 }
 
-/** Position in the newest-first order of orders: (createdAt, id) descending. */
-export interface OrderCursor {
-  readonly createdAt: Date;
-  readonly id: string;
-}
-
 export interface Customer {
   readonly id: string;
   /** The OIDC `sub` this customer signs in as; null for customers imported without a login. */

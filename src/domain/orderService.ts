@@ -6,7 +6,7 @@ import { failedCondition, orderEtag, type Precondition } from './etags.js';
 import type { EventSink } from './events.js';
 import { ID_PATTERN, newId } from './ids.js';
 import { groupBy, type Loaders } from './loaders.js';
-import type { Order, OrderCursor, OrderEvent, OrderLineInput, OrderStatus, OrderWithItems } from './model.js';
+import type { Order, OrderEvent, OrderLineInput, OrderStatus, OrderWithItems } from './model.js';
 import { createOrderListing } from './orderListing.js';
 import { assertTransition, isOrderStatus, priceLines } from './orders.js';
 import type { Repositories, Storage } from './ports.js';
@@ -190,18 +190,14 @@ export function createOrderService(deps: {
 
     /**
      * Newest first: every order for staff, a customer's own otherwise. `first` unset is 20, above 100 is 100,
-     * negative is invalid; `after` continues from the last order of a previous page.
+     * negative is invalid (recentOrders; paged lists are orderListing's connections).
      */
-    async list(
-      principal: Principal,
-      opts: { readonly first?: number | null; readonly after?: OrderCursor } = {},
-    ): Promise<OrderPage> {
+    async list(principal: Principal, opts: { readonly first?: number | null } = {}): Promise<OrderPage> {
       const user = requireScope(principal, SCOPES.read);
       const limit = pageSize(opts.first, '/first');
       if (limit === 0) return { orders: [], hasMore: false, limit };
       const rows = await storage.orders.list({
         limit: limit + 1,
-        ...(opts.after ? { after: opts.after } : {}),
         ...(isStaff(user) ? {} : { customerId: await customers.idFor(user) }),
       });
       return { orders: rows.slice(0, limit), hasMore: rows.length > limit, limit };

@@ -12,7 +12,6 @@ import type {
   Customer,
   EventKind,
   Order,
-  OrderCursor,
   OrderEvent,
   OrderItem,
   OrderStatus,
@@ -33,7 +32,7 @@ export type * from './webhookPorts.js';
 export interface OrderRepository {
   find(id: string): Promise<Order | null>;
   /** Newest first; `customerId` narrows to one customer, `after` continues a previous page. */
-  list(opts: { readonly customerId?: string; readonly limit: number; readonly after?: OrderCursor }): Promise<Order[]>;
+  list(opts: { readonly customerId?: string; readonly limit: number }): Promise<Order[]>;
   /** One keyset page (no OFFSET), in one statement; `behind` answers the scan's `probe`. */
   scan(scan: OrderScan): Promise<{ rows: PositionedOrder[]; behind: boolean }>;
   /** How many orders match, counting no further than `bound`. */

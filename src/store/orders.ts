@@ -1,4 +1,4 @@
-import type { Order, OrderCursor, OrderItem, OrderStatus } from '../domain/model.js';
+import type { Order, OrderItem, OrderStatus } from '../domain/model.js';
 import type { Queryable } from './db.js';
 import { toOrder, toOrderItem } from './rows.js';
 
@@ -9,20 +9,13 @@ export async function findOrder(db: Queryable, id: string): Promise<Order | null
   return rows[0] ? toOrder(rows[0]) : null;
 }
 
-/** Newest first; `customerId` narrows to one customer, `after` continues a previous page. */
-export async function listOrders(
-  db: Queryable,
-  opts: { customerId?: string; limit: number; after?: OrderCursor },
-): Promise<Order[]> {
+/** Newest first; `customerId` narrows to one customer. */
+export async function listOrders(db: Queryable, opts: { customerId?: string; limit: number }): Promise<Order[]> {
   const where: string[] = [];
   const params: unknown[] = [];
   if (opts.customerId !== undefined) {
     params.push(opts.customerId);
     where.push(`customer_id = $${params.length}`);
-  }
-  if (opts.after) {
-    params.push(opts.after.createdAt, opts.after.id);
-    where.push(`(created_at, id) < ($${params.length - 1}, $${params.length})`);
   }
   params.push(opts.limit);
   const rows = await db.query(
