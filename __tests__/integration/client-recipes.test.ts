@@ -40,6 +40,12 @@ function collector() {
   };
 }
 
+/** A graphql-ws `closed` listener that notes each close's code and reason in `closes`. */
+const recordClose = (closes: { code: number; reason: string }[]) => (event: unknown) => {
+  const { code, reason } = event as { code: number; reason: string };
+  closes.push({ code, reason });
+};
+
 async function place(server: TestServer, token: string): Promise<string> {
   const res = await rest(server.url, 'POST', '/orders', {
     token,
@@ -72,12 +78,7 @@ describe('the README client recipes, with the real clients', () => {
       token: async () => (asked++, tokens.shift() ?? alice),
       // No backoff timer in a test: the retry starts at once.
       retryWait: async () => undefined,
-      on: {
-        closed: (event) => {
-          const { code, reason } = event as { code: number; reason: string };
-          closes.push({ code, reason });
-        },
-      },
+      on: { closed: recordClose(closes) },
     });
     const got = collector();
     const listening = server.nextSubscription();
@@ -157,12 +158,7 @@ describe('the README client recipes, with the real clients', () => {
       connectionParams: { authorization: `Bearer ${alice}` },
       // Instead of a backoff timer, the reconnect waits until the test has published what it must miss.
       retryWait: () => retryAllowed,
-      on: {
-        closed: (event) => {
-          const { code, reason } = event as { code: number; reason: string };
-          closes.push({ code, reason });
-        },
-      },
+      on: { closed: recordClose(closes) },
     });
     const got = collector();
     const listening = replica.nextSubscription();
