@@ -55,6 +55,8 @@ export async function startServer(
 
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
   let draining = false;
+  /** The connections open when the drain began. */
+  let openBefore: ReadonlySet<Socket> | undefined;
   const { requestTimeoutSeconds, bodyIdleTimeoutSeconds, maxConnectionsPerIp } = config.httpServer;
   const server = createServer(
     {
@@ -78,7 +80,15 @@ export async function startServer(
         res.shouldKeepAlive = false;
         return sendEarlyProblem(req, res, 'MALFORMED_REQUEST', 'An HTTP/1.1 request must carry a Host header.');
       }
-      if (draining) return refuseWhileDraining(req, res);
+      if (draining) {
+        // Served, and its connection then closes: a request cannot tell whether a balancer would retry it. Refused
+        // (503, Retry-After) are only a new stream, which would be cut at once, and a request whose method balancers
+        // retry (GET, HEAD…) on a connection opened since the drain began, so that the balancer counts this replica
+        // as failing and stops opening connections to it.
+        res.shouldKeepAlive = false;
+        if (isStreamRequest(req) || (RETRIED.has(req.method ?? '') && !openBefore?.has(req.socket)))
+          return refuseWhileDraining(req, res);
+      }
       if (handler) return handler(req, res);
       sendEarlyProblem(req, res, 'SERVICE_UNAVAILABLE', 'Starting up.', RETRY_LATER);
     },
@@ -168,7 +178,8 @@ export async function startServer(
           await new Promise((resolve) => setTimeout(resolve, config.drainDelaySeconds * 1000));
         }
         draining = true;
-        // Each response still to be written ends its connection; anything read from now on is answered 503.
+        openBefore = new Set(table.connections.keys());
+        // Each response still to be written ends its connection, and so does each request read from now on.
         for (const { current } of table.connections.values()) {
           if (current && !current.res.headersSent) current.res.shouldKeepAlive = false;
         }
@@ -176,7 +187,10 @@ export async function startServer(
         await app.websockets.close();
         // SSE streams never end by themselves; ended now, their clients resume elsewhere with Last-Event-ID.
         app.endStreams();
-        const { cut } = await drainConnections(server, table, { timeoutMs: DRAIN_TIMEOUT_MS });
+        const { cut } = await drainConnections(server, table, {
+          timeoutMs: DRAIN_TIMEOUT_MS,
+          onListenerClosed: () => logger.info('listener closed: new connections are refused, open ones are served'),
+        });
         if (cut > 0) {
           logger.warn(
             { connections: cut, seconds: DRAIN_TIMEOUT_MS / 1000 },
@@ -198,8 +212,14 @@ export async function startServer(
 
 const DRAINING = 'This replica is shutting down; send the request again (elsewhere).';
 
+/** The methods a balancer sends again to another replica on a 503 (nginx: all but POST, LOCK and PATCH). */
+const RETRIED = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
+/** A request for a server-sent event stream (graphql-sse): its path is /graphql/stream. */
+const isStreamRequest = (req: IncomingMessage) => /^\/graphql\/stream(?:[/?]|$)/.test(req.url ?? '');
+
 /**
- * A request read once the drain has begun: 503 with Retry-After, and its connection closes. The body is read (and
+ * A request refused once the drain has begun: 503 with Retry-After, and its connection closes. The body is read (and
  * dropped) first, as the idle and total bounds allow: closing with a body still arriving would reset the connection
  * before the client reads the answer.
  */

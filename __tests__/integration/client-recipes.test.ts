@@ -5,6 +5,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { resumingSubscription } from '../../examples/sse-resume.js';
 import { freshTokenClient } from '../../examples/ws-fresh-tokens.js';
+import { resumingWsSubscription } from '../../examples/ws-resume.js';
 import { rest } from '../helpers/openapi.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { idpSignedToken } from '../helpers/tokens.js';
@@ -39,6 +40,12 @@ function collector() {
   };
 }
 
+/** A graphql-ws `closed` listener that notes each close's code and reason in `closes`. */
+const recordClose = (closes: { code: number; reason: string }[]) => (event: unknown) => {
+  const { code, reason } = event as { code: number; reason: string };
+  closes.push({ code, reason });
+};
+
 async function place(server: TestServer, token: string): Promise<string> {
   const res = await rest(server.url, 'POST', '/orders', {
     token,
@@ -71,12 +78,7 @@ describe('the README client recipes, with the real clients', () => {
       token: async () => (asked++, tokens.shift() ?? alice),
       // No backoff timer in a test: the retry starts at once.
       retryWait: async () => undefined,
-      on: {
-        closed: (event) => {
-          const { code, reason } = event as { code: number; reason: string };
-          closes.push({ code, reason });
-        },
-      },
+      on: { closed: recordClose(closes) },
     });
     const got = collector();
     const listening = server.nextSubscription();
@@ -142,6 +144,66 @@ describe('the README client recipes, with the real clients', () => {
     assert.equal(requests[1]!.authorization, `Bearer ${alice}`);
     assert.equal(got.failure(), undefined);
     stop();
+  });
+
+  test('graphql-ws: a replica that shuts down closes with 1001; the client resubscribes with extensions.lastEventId and the missed event arrives first', async () => {
+    const replica = await startTestServer({ OIDC_ISSUER: server.running.app.issuer }, { sameDatabaseAs: server });
+    let target = replica.url;
+    let letRetry!: () => void;
+    const retryAllowed = new Promise<void>((resolve) => (letRetry = resolve));
+    const closes: { code: number; reason: string }[] = [];
+    const client = createClient({
+      url: () => `${target.replace(/^http/, 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${alice}` },
+      // Instead of a backoff timer, the reconnect waits until the test has published what it must miss.
+      retryWait: () => retryAllowed,
+      on: { closed: recordClose(closes) },
+    });
+    const got = collector();
+    const listening = replica.nextSubscription();
+    const stop = resumingWsSubscription<Created>(client, { query: CREATED }, got.sink);
+    await listening;
+    const first = await place(server, alice);
+    await got.received(1);
+
+    await replica.close();
+    assert.deepEqual(closes, [{ code: 1001, reason: 'Server shutting down' }]);
+    target = server.url;
+    const missed = await place(server, alice);
+    const relistening = server.nextSubscription();
+    letRetry();
+    await relistening;
+    const live = await place(server, alice);
+    await got.received(3);
+
+    assert.deepEqual(got.ids, [first, missed, live]);
+    assert.equal(got.failure(), undefined);
+    stop();
+    await client.dispose();
+  });
+
+  test('graphql-ws: an extensions.lastEventId that is not an event id is refused with BAD_REQUEST', async () => {
+    const client = createClient({
+      url: ws,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${alice}` },
+    });
+    const refusals: unknown[] = [];
+    for (const lastEventId of ['abc', '-1', '9223372036854775808', 12]) {
+      refusals.push(
+        await new Promise((resolve) =>
+          client.subscribe(
+            { query: CREATED, extensions: { lastEventId } },
+            { next: resolve, error: resolve, complete: () => resolve('complete') },
+          ),
+        ),
+      );
+    }
+    await client.dispose();
+    const message =
+      'extensions.lastEventId must be the id of an event this stream sent (a decimal integer up to 9223372036854775807).';
+    assert.deepEqual(refusals, Array(4).fill([{ message, extensions: { code: 'BAD_REQUEST' } }]));
   });
 
   describe('connectionParams other than { authorization }', () => {

@@ -18,6 +18,7 @@ describe('the documentation written from its sources (npm run docs)', () => {
       'examples/sse-resume.ts',
       'examples/webhook-receiver.ts',
       'examples/ws-fresh-tokens.ts',
+      'examples/ws-resume.ts',
     ]);
   });
 

@@ -14,11 +14,7 @@ import { refuseUnreadableGraphql, sendGraphqlError, sendLibraryRefusal } from '.
 import { pendingWrites, SUBSCRIBER_BUFFER_BYTES, type Member } from './sharedExecution.js';
 import { boundReservations } from './sseReservations.js';
 import { holdSseStream, type StreamRegistry } from './streamRegistry.js';
-import type { SubscribePath, Subscriber } from './subscribe.js';
-
-const EVENT_ID = /^\d{1,19}$/;
-/** Event ids are PostgreSQL bigints; anything past the largest one is as malformed as letters. */
-const isEventId = (value: string) => EVENT_ID.test(value) && BigInt(value) <= 2n ** 63n - 1n;
+import { BAD_EVENT_ID, isEventId, type SubscribePath, type Subscriber } from './subscribe.js';
 
 /**
  * A Last-Event-ID this API never sent cannot say where to resume: it is refused, not ignored (ignoring it would
@@ -28,13 +24,7 @@ function refuseBadLastEventId(req: Request, res: Response, next: NextFunction) {
   const value = req.get('last-event-id');
   // An empty one is what EventSource sends before it has seen an id: none.
   if (value === undefined || value === '' || isEventId(value)) return next();
-  sendGraphqlError(
-    req,
-    res,
-    'Last-Event-ID must be the id of an event this stream sent (a decimal integer up to 9223372036854775807).',
-    'BAD_REQUEST',
-    { status: 400 },
-  );
+  sendGraphqlError(req, res, `Last-Event-ID ${BAD_EVENT_ID}`, 'BAD_REQUEST', { status: 400 });
 }
 
 /**

@@ -18,6 +18,14 @@ import { tracing, type Parent, type Span } from '../../tracing.js';
 import { boundedStream, SUBSCRIBER_BUFFER } from './boundedStream.js';
 import { tailOf, TOO_SLOW, type Member, type SharedExecution, type Ticket } from './sharedExecution.js';
 
+const EVENT_ID = /^\d{1,19}$/;
+/** Event ids are PostgreSQL bigints; anything past the largest one is as malformed as letters. */
+export const isEventId = (value: string) => EVENT_ID.test(value) && BigInt(value) <= 2n ** 63n - 1n;
+
+/** Why a resume point is refused: it is not an id this API sent. */
+export const BAD_EVENT_ID =
+  'must be the id of an event this stream sent (a decimal integer up to 9223372036854775807).';
+
 /** Why a subscriber is cut off: too slow (more than SUBSCRIBER_BUFFER events waiting), or its credential expired. */
 export type StreamEnd = 'overflow' | 'expired';
 
@@ -31,7 +39,10 @@ export interface Subscriber {
   readonly ip: string | undefined;
   /** Ends the subscriber's connection or stream, saying why. */
   end(why: StreamEnd, message: string): void;
-  /** Resume after this event id (SSE Last-Event-ID): missed events first, then live ones. */
+  /**
+   * Resume after this event id (SSE Last-Event-ID, graphql-ws `extensions.lastEventId`): missed events first, then
+   * live ones.
+   */
   readonly after?: string;
   /**
    * The trace its operations continue, for a transport whose operations are not HTTP requests (WebSocket: the

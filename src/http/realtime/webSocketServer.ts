@@ -16,7 +16,7 @@ import { keepAlive } from './keepAlive.js';
 import type { Member, SharedExecution } from './sharedExecution.js';
 import { SocketMember } from './socketMember.js';
 import { clientIp, idleTimer, type Release, type StreamRegistry } from './streamRegistry.js';
-import type { SubscribePath, Subscriber } from './subscribe.js';
+import { BAD_EVENT_ID, isEventId, type SubscribePath, type Subscriber } from './subscribe.js';
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 
@@ -119,7 +119,7 @@ export function createWebSocketServer(deps: {
   };
 
   /** One operation of a connection, as the subscribe path sees it. */
-  const subscriberOf = (ctx: WsContext<Record<string, unknown>, Extra>): Subscriber => {
+  const subscriberOf = (ctx: WsContext<Record<string, unknown>, Extra>, after?: string): Subscriber => {
     const state = states.get(ctx.extra)!;
     const socket: WebSocket = ctx.extra.socket;
     return {
@@ -130,6 +130,7 @@ export function createWebSocketServer(deps: {
       ip: state.ip,
       end: (why, message) => socket.close(why === 'expired' ? CLOSE.forbidden : CLOSE.policy, message.slice(0, 120)),
       ...(state.parent ? { parent: state.parent } : {}),
+      ...(after !== undefined ? { after } : {}),
     };
   };
 
@@ -193,6 +194,10 @@ export function createWebSocketServer(deps: {
     },
     async onSubscribe(ctx, id, payload) {
       const state = states.get(ctx.extra)!;
+      // A resumed subscription (as SSE's Last-Event-ID): the events after this id first, then live ones.
+      const after = payload.extensions?.lastEventId;
+      if (after !== undefined && (typeof after !== 'string' || !isEventId(after)))
+        return [clientError(`extensions.lastEventId ${BAD_EVENT_ID}`, 'BAD_REQUEST')];
       // The slot is taken here, before any await, so a burst of subscribe messages cannot overshoot.
       const slot =
         state.slots.size >= limits.wsMaxSubscriptionsPerSocket
@@ -211,7 +216,7 @@ export function createWebSocketServer(deps: {
       }
       state.slots.set(id, slot);
       state.idle.busy();
-      const prepared = await subscriptions.prepare(payload, subscriberOf(ctx), {
+      const prepared = await subscriptions.prepare(payload, subscriberOf(ctx, after), {
         member: (context) => memberOf(ctx.extra.socket, state, id, context),
       });
       if (prepared.ok) return prepared.args;
