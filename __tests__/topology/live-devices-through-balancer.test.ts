@@ -163,12 +163,17 @@ describe('live devices through the balancer (deploy/nginx.conf, two production r
         },
       );
       const statuses = new Set(held.map((c) => c.seen.text.split(' ')[1]));
-      assert.deepEqual(statuses, new Set(['401']), 'answered by a replica (no token), not turned away');
+      // A replica's answer (the request has no Idempotency-Key), not the balancer's refusal.
+      assert.deepEqual(statuses, new Set(['400']));
+      assert.equal(
+        held.every((c) => c.seen.text.includes('"code":"IDEMPOTENCY_KEY_REQUIRED"')),
+        true,
+      );
       await request(nginx.url).get('/healthz').expect(200);
       const other = await pending(deviceAddress(5001));
       other.socket.write('{}');
       await eventually('an answer', async () => other.seen.text.includes('\r\n\r\n'), { everyMs: 20 });
-      assert.match(other.seen.text, /^HTTP\/1\.1 401 /);
+      assert.match(other.seen.text, /^HTTP\/1\.1 400 /);
       other.socket.destroy();
     } finally {
       for (const c of all) c.socket.destroy();
