@@ -69,9 +69,8 @@ export function sseDevice(opts: DeviceOptions, index: number): Device {
   const from = deviceAddress((opts.firstAddress ?? 0) + Math.floor(index / opts.perAddress));
   const { hostname, port } = new URL(opts.url);
   const body = JSON.stringify({ query: opts.query ?? ORDER_CREATED });
-  let req: ClientRequest | undefined;
-  const device: Device = { kind: 'sse', from, received: new Map(), close: () => req?.destroy() };
-  req = httpRequest(
+  const device: Device = { kind: 'sse', from, received: new Map(), close: () => req.destroy() };
+  const req: ClientRequest = httpRequest(
     {
       host: hostname,
       port,
