@@ -13,6 +13,7 @@
  * `npm run bench -- --fanout [...]` runs the subscription fan-out bench instead (bench/fanout.ts).
  * `npm run bench -- --tracing [...]` measures what tracing costs (bench/tracing.ts).
  * `npm run bench -- --webhooks [...]` measures webhook deliveries (bench/webhooks.ts).
+ * `npm run bench -- --topology [...]` runs thousands of live devices through nginx, and a soak (bench/topology.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
@@ -72,6 +73,11 @@ const sharedFlags = (args: string[]) => args.filter((a) => a !== '--no-build');
 if (process.argv.includes('--fanout')) {
   const { runFanout } = await import('./fanout.js');
   process.exit(await runFanout(sharedFlags(process.argv.slice(2)).filter((a) => a !== '--fanout')));
+}
+// Thousands of live devices behind nginx on deploy/nginx.conf, and a soak (see bench/topology.ts).
+if (process.argv.includes('--topology')) {
+  const { runTopology } = await import('./topology.js');
+  process.exit(await runTopology(sharedFlags(process.argv.slice(2)).filter((a) => a !== '--topology')));
 }
 // Hostile GraphQL documents beside normal traffic (see bench/abuse.ts).
 if (process.argv.includes('--abuse')) {

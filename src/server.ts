@@ -10,6 +10,7 @@ import {
   drainConnections,
   watchBody,
 } from './http/connections/index.js';
+import { isTrustedPeer, proxyTrust } from './http/middleware/index.js';
 import { rawProblem, RETRY_LATER, sendEarlyProblem } from './http/problems/index.js';
 import type { Config } from './config/index.js';
 import type { Database } from './store/db.js';
@@ -57,7 +58,7 @@ export async function startServer(
   let draining = false;
   /** The connections open when the drain began. */
   let openBefore: ReadonlySet<Socket> | undefined;
-  const { requestTimeoutSeconds, bodyIdleTimeoutSeconds, maxConnectionsPerIp } = config.httpServer;
+  const { requestTimeoutSeconds, bodyIdleTimeoutSeconds, maxConnectionsPerIp, maxProxyConnections } = config.httpServer;
   const server = createServer(
     {
       // Node's own Host check answers a bare `400` with no body; the request handler answers it as problem details.
@@ -95,8 +96,11 @@ export async function startServer(
   );
   // The app's metrics exist once it is built; a refusal before that is not counted.
   const refused = (reason: RefusalReason) => app?.metrics.refusals.inc({ reason });
+  const trust = proxyTrust(config.trustProxy);
   const table = connectionTable(server, {
     maxPerAddress: maxConnectionsPerIp,
+    maxProxyConnections,
+    isTrustedProxy: (address) => isTrustedPeer(trust, address),
     onRefused: () => refused('connections_per_ip'),
   });
   server.on(

@@ -12,7 +12,12 @@ export interface Closed {
  * A raw graphql-transport-ws socket with optional cookie: resolves `closed` with the server's close code.
  * `autoPong: false` makes a peer that never answers the server's pings.
  */
-export function rawSocket(url: string, headers: Record<string, string> = {}, opts: { autoPong?: boolean } = {}) {
+export function rawSocket(
+  url: string,
+  headers: Record<string, string> = {},
+  /** localAddress: the client address a test connects from (127.0.0.0/8 on loopback). */
+  opts: { autoPong?: boolean; localAddress?: string } = {},
+) {
   const socket = new WebSocket(`${url.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws', { headers, ...opts });
   const opened = new Promise<number>((resolve) => {
     socket.on('open', () => resolve(101));

@@ -359,7 +359,7 @@ describe('connections per client address', () => {
     return seen.text.split(' ')[1];
   }
 
-  test('1,000 idle sockets from one address: 256 are held, the rest answered 503 and closed cleanly; other addresses, and the same one after a release, are served', async () => {
+  test('1,000 idle sockets from one address: 256 are held, the rest answered 503 and closed cleanly; other addresses are served, and the same one once its held connections are idle keep-alive ones', async () => {
     const ADDRESS = '127.0.0.3';
     const sockets = await Promise.all(Array.from({ length: 1000 }, () => open(ADDRESS)));
     const refused = await eventually(
@@ -392,19 +392,100 @@ describe('connections per client address', () => {
     const other = await open('127.0.0.4');
     assert.equal(await get(other.socket, other.seen), '200');
     other.socket.destroy();
-    // The same address is still at its cap…
-    const more = await open(ADDRESS);
-    await more.ended;
-    assert.match(more.seen.text, /^HTTP\/1\.1 503 /);
-    // …until it releases one.
-    held[0]!.socket.destroy();
-    const again = await eventually('a released place to be taken', async () => {
-      const next = await open(ADDRESS);
-      if ((await get(next.socket, next.seen)) === '200') return next;
-      next.socket.destroy();
-      return undefined;
+    // The same address is at its cap with 256 idle keep-alive connections: one of those is closed for the new one.
+    const again = await open(ADDRESS);
+    assert.equal(await get(again.socket, again.seen), '200');
+    await eventually('the oldest idle connection to close', async () => held.some((s) => s.seen.ended), {
+      everyMs: 10,
     });
+    assert.equal(held.filter((s) => s.seen.ended).length, 1);
     again.socket.destroy();
     for (const s of sockets) s.socket.destroy();
+  });
+});
+
+describe('connections: a trusted proxy is not one client; an idle keep-alive connection never blocks a new one', () => {
+  const PER_ADDRESS = 4;
+  const PROXY_BUDGET = 8;
+  let bounded: TestServer;
+  beforeAll(async () => {
+    bounded = await startTestServer({
+      TRUST_PROXY: '127.0.0.1',
+      HTTP_MAX_CONNECTIONS_PER_IP: String(PER_ADDRESS),
+      HTTP_MAX_PROXY_CONNECTIONS: String(PROXY_BUDGET),
+    });
+  });
+  afterAll(() => bounded.close());
+
+  async function open(from: string) {
+    const { port } = new URL(bounded.url);
+    const socket = connect({ port: Number(port), host: '127.0.0.1', localAddress: from });
+    const seen = { text: '', ended: false, closed: false };
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (seen.text += chunk));
+    socket.on('error', () => undefined);
+    socket.once('end', () => (seen.ended = true));
+    socket.once('close', () => (seen.closed = true));
+    await once(socket, 'connect');
+    return { socket, seen };
+  }
+  type Opened = Awaited<ReturnType<typeof open>>;
+
+  /** GET /healthz on an open connection, claiming `forwardedFor`: the status it was answered. */
+  async function get({ socket, seen }: Opened, forwardedFor: string) {
+    seen.text = '';
+    socket.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: ${forwardedFor}\r\n\r\n`);
+    await eventually('an answer', async () => /\r\n\r\n\{"status":"ok"\}$/.test(seen.text) || seen.ended, {
+      everyMs: 10,
+    });
+    return seen.text.split(' ')[1];
+  }
+
+  /** 20 connections at once from `from`; once the server has refused all it will, the held and the refused. */
+  async function burst(from: string, held: number) {
+    const all = await Promise.all(Array.from({ length: 20 }, () => open(from)));
+    await eventually('the refusals', async () => all.filter((c) => c.seen.ended).length >= 20 - held, { everyMs: 20 });
+    return { held: all.filter((c) => !c.seen.ended), refused: all.filter((c) => c.seen.ended) };
+  }
+
+  const problemOf = (text: string) => JSON.parse(text.split('\r\n\r\n')[1]!) as Problem;
+
+  test('an untrusted peer: 4 of 20 concurrent connections held, 16 refused 503, whatever X-Forwarded-For it sends; at the cap its oldest idle keep-alive connection is closed for a new one', async () => {
+    const { held, refused } = await burst('127.0.0.7', PER_ADDRESS);
+    assert.equal(held.length, PER_ADDRESS);
+    assert.equal(refused.length, 20 - PER_ADDRESS);
+    for (const { seen } of refused) {
+      assert.match(seen.text, /^HTTP\/1\.1 503 /);
+      assert.equal(problemOf(seen.text).detail, 'This client address already holds 4 connections to this server.');
+    }
+    // Each held connection serves a request (spoofing another client earns no place), one after the other, so the
+    // first is the one idle longest.
+    for (const [i, c] of held.entries()) assert.equal(await get(c, `203.0.113.${i}`), '200');
+    const next = await open('127.0.0.7');
+    assert.equal(await get(next, '203.0.113.99'), '200');
+    await eventually('the oldest idle connection to close', async () => held[0]!.seen.closed, { everyMs: 10 });
+    assert.equal(held[0]!.seen.text.endsWith('{"status":"ok"}'), true, 'closed after its answer, not during one');
+    assert.deepEqual(
+      held.slice(1).map((c) => c.seen.closed),
+      [false, false, false],
+    );
+    for (const c of [...held, ...refused, next]) c.socket.destroy();
+  });
+
+  test('the trusted proxy holds HTTP_MAX_PROXY_CONNECTIONS (8 of 20 concurrent), not the per-address 4; past it, 503 naming the budget; an idle one makes room', async () => {
+    const { held, refused } = await burst('127.0.0.1', PROXY_BUDGET);
+    assert.equal(held.length, PROXY_BUDGET);
+    for (const { seen } of refused) {
+      assert.equal(problemOf(seen.text).code, 'TOO_MANY_CONNECTIONS');
+      assert.equal(problemOf(seen.text).detail, 'The trusted proxies already hold 8 connections to this replica.');
+    }
+    for (const [i, c] of held.entries()) assert.equal(await get(c, `198.51.100.${i}`), '200');
+    const next = await open('127.0.0.1');
+    assert.equal(await get(next, '198.51.100.99'), '200');
+    await eventually('the oldest idle connection to close', async () => held[0]!.seen.closed, { everyMs: 10 });
+    // A direct client is counted on its own address, apart from the proxy.
+    const direct = await open('127.0.0.8');
+    assert.equal(await get(direct, '198.51.100.1'), '200');
+    for (const c of [...held, ...refused, next, direct]) c.socket.destroy();
   });
 });

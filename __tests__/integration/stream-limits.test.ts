@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import request from 'supertest';
+import { eventually } from '../helpers/load.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ORDER_CREATED, rawSocket, sseStream, within } from '../helpers/streams.js';
 
@@ -228,5 +230,149 @@ describe('per-user stream bounds across WebSocket and SSE', () => {
     assert.equal(status, 201);
     // graphql-sse no longer knows the token, so it reads the GET as a distinct-connections request without a query.
     assert.equal((await connect(ip, first)).status, 400);
+  });
+});
+
+/** The proxy the servers below trust (TRUST_PROXY=127.0.0.1); every other loopback address is a direct client. */
+const PROXY = '127.0.0.1';
+
+/** A WebSocket from `from`, through the trusted proxy when `from` is PROXY, claiming `forwardedFor`. */
+const socketFrom = (url: string, from: string, forwardedFor: string) =>
+  rawSocket(url, { 'x-forwarded-for': forwardedFor }, { localAddress: from });
+
+describe('per-client stream bounds count the client TRUST_PROXY names: behind the trusted proxy and direct', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ TRUST_PROXY: PROXY, WS_MAX_PER_IP: '3', SSE_ANONYMOUS_MAX_PER_IP: '2' });
+  });
+  afterAll(() => server?.close());
+
+  const statuses = (sockets: ReturnType<typeof rawSocket>[]) => Promise.all(sockets.map((s) => s.opened));
+
+  test('WS_MAX_PER_IP: 3 from one client behind the proxy open, the 4th gets 429, another client behind it opens', async () => {
+    const held = [1, 2, 3].map(() => socketFrom(server.url, PROXY, '198.51.100.1'));
+    assert.deepEqual(await statuses(held), [101, 101, 101]);
+    assert.equal(await socketFrom(server.url, PROXY, '198.51.100.1').opened, 429);
+    const other = socketFrom(server.url, PROXY, '198.51.100.2');
+    assert.equal(await other.opened, 101);
+    for (const s of [...held, other]) s.socket.close();
+  });
+
+  test('WS_MAX_PER_IP under 20 concurrent handshakes of one client behind the proxy: exactly 3 open', async () => {
+    const all = Array.from({ length: 20 }, () => socketFrom(server.url, PROXY, '198.51.100.3'));
+    const codes = await statuses(all);
+    assert.equal(codes.filter((c) => c === 101).length, 3);
+    assert.equal(codes.filter((c) => c === 429).length, 17);
+    for (const s of all) s.socket.close();
+  });
+
+  test('a direct client spoofing X-Forwarded-For earns nothing: its own address holds 3 WebSockets, the 4th gets 429', async () => {
+    const held = [1, 2, 3].map((n) => socketFrom(server.url, '127.0.0.2', `203.0.113.${n}`));
+    assert.deepEqual(await statuses(held), [101, 101, 101]);
+    assert.equal(await socketFrom(server.url, '127.0.0.2', '203.0.113.4').opened, 429);
+    for (const s of held) s.socket.close();
+  });
+
+  /** PUT /graphql/stream (a reservation: an anonymous stream's place) from `from`, claiming `forwardedFor`. */
+  const reserve = (from: string, forwardedFor: string) =>
+    new Promise<number>((resolve, reject) => {
+      const { hostname, port } = new URL(server.url);
+      const req = httpRequest(
+        {
+          host: hostname,
+          port,
+          method: 'PUT',
+          path: '/graphql/stream',
+          localAddress: from,
+          headers: { accept: 'text/plain', 'x-forwarded-for': forwardedFor, connection: 'close' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+
+  test('SSE_ANONYMOUS_MAX_PER_IP: 2 per client behind the proxy, the 3rd gets 429; a direct client spoofing X-Forwarded-For gets 2 on its own address', async () => {
+    assert.deepEqual(
+      [
+        await reserve(PROXY, '198.51.100.9'),
+        await reserve(PROXY, '198.51.100.9'),
+        await reserve(PROXY, '198.51.100.9'),
+      ],
+      [201, 201, 429],
+    );
+    assert.equal(await reserve(PROXY, '198.51.100.10'), 201);
+    assert.deepEqual(
+      [
+        await reserve('127.0.0.3', '203.0.113.1'),
+        await reserve('127.0.0.3', '203.0.113.2'),
+        await reserve('127.0.0.3', '203.0.113.3'),
+      ],
+      [201, 201, 429],
+    );
+  });
+});
+
+describe('the replica-wide stream budget (STREAMS_MAX_PER_REPLICA): past it streams are turned away, requests go on', () => {
+  const BUDGET = 8;
+  let server: TestServer;
+  let alice: string;
+  beforeAll(async () => {
+    server = await startTestServer({ STREAMS_MAX_PER_REPLICA: String(BUDGET), WS_MAX_PER_IP: '100' });
+    ({ alice } = await server.users());
+  });
+  afterAll(() => server?.close());
+
+  test('20 concurrent WebSockets: 8 are acknowledged, 12 close with 1013; an SSE stream past it gets 503 + Retry-After; a query is answered; a freed place is taken again', async () => {
+    const all = Array.from({ length: 20 }, () => rawSocket(server.url));
+    await Promise.all(all.map((s) => s.opened));
+    const turnedAway = await eventually(
+      'the 12 past the budget to be closed',
+      async () => {
+        const closed = await Promise.all(
+          all.map((s) => Promise.race([s.closed, new Promise<undefined>((r) => setImmediate(() => r(undefined)))])),
+        );
+        const codes = closed.filter((c) => c !== undefined);
+        return codes.length >= 20 - BUDGET ? codes : undefined;
+      },
+      { everyMs: 20 },
+    );
+    assert.equal(turnedAway.length, 20 - BUDGET);
+    for (const closed of turnedAway) {
+      assert.deepEqual(closed, { code: 1013, reason: 'This replica holds as many streams as it may; retry.' });
+    }
+    const held = [];
+    for (const s of all) if ((await Promise.race([s.closed, Promise.resolve(undefined)])) === undefined) held.push(s);
+    assert.equal(held.length, BUDGET);
+    await Promise.all(held.map((s) => s.init({ authorization: `Bearer ${alice}` })));
+
+    const over = await sseStream(server.url, { authorization: `Bearer ${alice}` });
+    assert.equal(over.res.status, 503);
+    assert.equal(over.res.headers.get('retry-after'), '1');
+    const body = JSON.parse(await over.text) as { errors: { extensions: { code: string } }[] };
+    assert.equal(body.errors[0]!.extensions.code, 'SERVICE_UNAVAILABLE');
+    // Ordinary requests are not streams: they are served.
+    await server.http.get('/healthz').expect(200);
+    const query = await server.http
+      .post('/graphql')
+      .set('authorization', `Bearer ${alice}`)
+      .send({ query: '{ products { sku } }' });
+    assert.equal(query.status, 200);
+
+    // One place freed: an SSE stream takes it (the budget is full again), and the next WebSocket is turned away.
+    held[0]!.socket.close();
+    const sse = await eventually('the freed place', async () => {
+      const next = await sseStream(server.url, { authorization: `Bearer ${alice}` });
+      if (next.res.status === 200) return next;
+      assert.equal(next.res.status, 503);
+      return undefined;
+    });
+    const late = rawSocket(server.url);
+    assert.deepEqual(await late.closed, { code: 1013, reason: 'This replica holds as many streams as it may; retry.' });
+    sse.close();
+    for (const s of held) s.socket.close();
   });
 });

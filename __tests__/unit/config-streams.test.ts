@@ -19,6 +19,7 @@ describe('configuration of stream bounds and sweeping', () => {
   test('defaults', () => {
     const config = loadConfig({});
     assert.deepEqual(config.streams, {
+      maxPerReplica: 10_000,
       wsIdleTimeoutSeconds: 60,
       wsInitTimeoutSeconds: 3,
       wsKeepAliveSeconds: 30,

@@ -159,18 +159,38 @@ describe('configuration', () => {
 });
 
 describe('configuration of the HTTP server bounds', () => {
-  test('defaults: 30 s for a request, 10 s of body silence, 256 connections per address', () => {
+  test('defaults: 30 s for a request, 10 s of body silence, 256 connections per address, 16,384 for trusted proxies', () => {
     assert.deepEqual(loadConfig({}).httpServer, {
       requestTimeoutSeconds: 30,
       bodyIdleTimeoutSeconds: 10,
       maxConnectionsPerIp: 256,
+      maxProxyConnections: 16_384,
     });
+  });
+
+  test('TRUST_PROXY: true, false, a hop count, or addresses and subnets as Express reads them; anything else is refused', () => {
+    assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true);
+    assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8' }).trustProxy, ['loopback', '10.0.0.0/8']);
+    assert.deepEqual(
+      problemsOf({ TRUST_PROXY: '10.0.0.0/99' }).map((p) => p.split(':')[0]),
+      ['TRUST_PROXY'],
+    );
+    assert.deepEqual(
+      problemsOf({ TRUST_PROXY: 'nginx' }).map((p) => p.split(':')[0]),
+      ['TRUST_PROXY'],
+    );
   });
 
   test('whole seconds and counts from 1; the idle bound no longer than the request bound', () => {
     assert.deepEqual(
-      loadConfig({ REQUEST_TIMEOUT_S: '1', BODY_IDLE_TIMEOUT_S: '1', HTTP_MAX_CONNECTIONS_PER_IP: '1' }).httpServer,
-      { requestTimeoutSeconds: 1, bodyIdleTimeoutSeconds: 1, maxConnectionsPerIp: 1 },
+      loadConfig({
+        REQUEST_TIMEOUT_S: '1',
+        BODY_IDLE_TIMEOUT_S: '1',
+        HTTP_MAX_CONNECTIONS_PER_IP: '1',
+        HTTP_MAX_PROXY_CONNECTIONS: '1',
+      }).httpServer,
+      { requestTimeoutSeconds: 1, bodyIdleTimeoutSeconds: 1, maxConnectionsPerIp: 1, maxProxyConnections: 1 },
     );
     assert.deepEqual(
       problemsOf({ REQUEST_TIMEOUT_S: '0', BODY_IDLE_TIMEOUT_S: '1.5', HTTP_MAX_CONNECTIONS_PER_IP: 'many' })

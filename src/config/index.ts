@@ -35,6 +35,7 @@ export type Config = DeepReadonly<Slices<typeof CONCERNS>>;
 export type DatabaseConfig = Config['database'];
 export type TracingConfig = Config['tracing'];
 export type StreamLimits = Config['streams'];
+export type TrustProxy = Config['trustProxy'];
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {

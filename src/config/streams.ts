@@ -8,6 +8,7 @@ const env = {
   WS_MAX_PER_IP: z.coerce.number().int().min(1).default(50),
   WS_MAX_SUBSCRIPTIONS_PER_SOCKET: z.coerce.number().int().min(1).default(25),
   STREAMS_MAX_PER_USER: z.coerce.number().int().min(1).default(100),
+  STREAMS_MAX_PER_REPLICA: z.coerce.number().int().min(1).default(10_000),
   SSE_ANONYMOUS_MAX_PER_IP: z.coerce.number().int().min(1).default(10),
   SSE_RESERVATION_TTL_S: z.coerce.number().int().min(1).max(3600).default(30),
 };
@@ -29,6 +30,11 @@ export const streams = {
       wsMaxSubscriptionsPerSocket: e.WS_MAX_SUBSCRIPTIONS_PER_SOCKET,
       /** WebSocket subscriptions and SSE streams of one user together. */
       maxPerUser: e.STREAMS_MAX_PER_USER,
+      /**
+       * WebSockets and SSE streams this replica holds, all clients together: past it a new WebSocket is closed with
+       * 1013 (try again later) and a new SSE stream answered 503 with Retry-After; ordinary requests go on.
+       */
+      maxPerReplica: e.STREAMS_MAX_PER_REPLICA,
       sseAnonymousMaxPerIp: e.SSE_ANONYMOUS_MAX_PER_IP,
       /** A single-connection SSE reservation not connected within this time is dropped. */
       sseReservationTtlSeconds: e.SSE_RESERVATION_TTL_S,

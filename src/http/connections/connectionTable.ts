@@ -16,6 +16,8 @@ export interface Connection {
   current: { readonly req: IncomingMessage; readonly res: ServerResponse } | undefined;
   /** performance.now() when it was accepted or its last response finished. */
   idleSince: number;
+  /** Whether a response has finished on it: only such a connection, waiting for its next request, is kept alive. */
+  served: boolean;
 }
 
 /**
@@ -28,36 +30,79 @@ function peerAddress(socket: Socket): string | undefined {
   return address?.startsWith('::ffff:') ? address.slice(7) : address;
 }
 
+/** Every trusted proxy's connections are counted under this one key, against the replica-wide budget. */
+const PROXIES = Symbol('trusted proxies');
+type Key = string | typeof PROXIES;
+
 /**
- * Every connection the HTTP server accepts, counted per peer address: past `maxPerAddress`, a new connection is
- * answered 503 problem details at once and closed, before it can hold anything. Tracks which connections have a
- * request open, for the drain.
+ * Every connection the HTTP server accepts, counted per peer: an untrusted peer address up to `maxPerAddress`, and
+ * the peers `isTrustedProxy` names (balancers, whose connections carry many clients) all together up to
+ * `maxProxyConnections`. At a bound, the holder's oldest idle keep-alive connection is closed to make room; with
+ * none idle, the new connection is answered 503 problem details at once and closed, before it can hold anything.
+ * Tracks which connections have a request open, for the drain.
  */
-export function connectionTable(server: Server, opts: { maxPerAddress: number; onRefused?: () => void }) {
+export function connectionTable(
+  server: Server,
+  opts: {
+    maxPerAddress: number;
+    maxProxyConnections: number;
+    isTrustedProxy: (address: string) => boolean;
+    onRefused?: () => void;
+  },
+) {
   const connections = new Map<Socket, Connection>();
-  const perAddress = new Map<string, number>();
+  /** Each holder's connections, in the order they were accepted. */
+  const byKey = new Map<Key, Set<Connection>>();
   const refused = new WeakSet<Socket>();
   const upgraded = new WeakSet<Socket>();
   let lastAccepted = performance.now();
+
+  const release = (key: Key, connection: Connection) => {
+    if (!connections.delete(connection.socket)) return;
+    const held = byKey.get(key)!;
+    held.delete(connection);
+    if (!held.size) byKey.delete(key);
+  };
+
+  /** The holder's idle keep-alive connection that has waited longest, closed to make room; false if none is. */
+  const closeOldestIdle = (key: Key): boolean => {
+    let oldest: Connection | undefined;
+    for (const c of byKey.get(key) ?? []) {
+      // One that never sent a request is not kept alive but slow (or hostile): it keeps its place and its bounds.
+      if (c.open > 0 || !c.served || upgraded.has(c.socket)) continue;
+      if (!oldest || c.idleSince < oldest.idleSince) oldest = c;
+    }
+    if (!oldest) return false;
+    // As Node's closeIdleConnections does: nothing is in flight on it, and a client resends on a fresh connection.
+    release(key, oldest);
+    oldest.socket.destroy();
+    return true;
+  };
 
   server.on('connection', (socket: Socket) => {
     lastAccepted = performance.now();
     const address = peerAddress(socket);
     // Closed before it could be counted: nothing to hold.
     if (address === undefined) return;
-    const held = perAddress.get(address) ?? 0;
-    if (held >= opts.maxPerAddress) return refuse(socket);
-    perAddress.set(address, held + 1);
-    connections.set(socket, { socket, address, open: 0, current: undefined, idleSince: lastAccepted });
-    socket.once('close', () => {
-      connections.delete(socket);
-      const left = perAddress.get(address)! - 1;
-      if (left > 0) perAddress.set(address, left);
-      else perAddress.delete(address);
-    });
+    const key: Key = opts.isTrustedProxy(address) ? PROXIES : address;
+    const max = key === PROXIES ? opts.maxProxyConnections : opts.maxPerAddress;
+    if ((byKey.get(key)?.size ?? 0) >= max && !closeOldestIdle(key)) return refuse(socket, key);
+    const connection: Connection = {
+      socket,
+      address,
+      open: 0,
+      current: undefined,
+      idleSince: lastAccepted,
+      served: false,
+    };
+    connections.set(socket, connection);
+    let held = byKey.get(key);
+    if (!held) byKey.set(key, (held = new Set()));
+    held.add(connection);
+    socket.once('close', () => release(key, connection));
   });
 
-  function refuse(socket: Socket) {
+  function refuse(socket: Socket, key: Key) {
     refused.add(socket);
     opts.onRefused?.();
     // Answered before any request, as servers answer an idle timeout: a client that has sent (or then sends) its
@@ -65,7 +110,9 @@ export function connectionTable(server: Server, opts: { maxPerAddress: number; o
     socket.end(
       rawProblem(
         'TOO_MANY_CONNECTIONS',
-        `This client address already holds ${opts.maxPerAddress} connections to this server.`,
+        key === PROXIES
+          ? `The trusted proxies already hold ${opts.maxProxyConnections} connections to this replica.`
+          : `This client address already holds ${opts.maxPerAddress} connections to this server.`,
         '/',
         RETRY_LATER,
       ),
@@ -92,6 +139,7 @@ export function connectionTable(server: Server, opts: { maxPerAddress: number; o
       res.once('close', () => {
         connection.open--;
         if (connection.current?.res === res) connection.current = undefined;
+        connection.served = true;
         if (connection.open === 0) connection.idleSince = performance.now();
       });
       return connection;

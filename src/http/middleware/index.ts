@@ -18,3 +18,4 @@ export {
   type RateBudget,
 } from './rateBudget.js';
 export { securityHeaders } from './securityHeaders.js';
+export { clientIp, isTrustedPeer, peerAddress, proxyTrust, type ProxyTrust } from './clientAddress.js';

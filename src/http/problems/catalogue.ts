@@ -240,7 +240,7 @@ export const PROBLEM_TYPES = {
     title: 'Too many connections',
     slug: 'too-many-connections',
     description:
-      'This address holds as many connections to this server as HTTP_MAX_CONNECTIONS_PER_IP allows, so this one was closed (503, so a balancer tries another replica). Reuse an open connection or close one, then retry.',
+      'This address holds as many connections to this server as HTTP_MAX_CONNECTIONS_PER_IP allows (the trusted proxies together, HTTP_MAX_PROXY_CONNECTIONS; at a balancer, its per-client limit), none of them idle, so this one was closed (503, so a balancer tries another replica). Reuse an open connection or close one, then retry.',
   },
   TOO_MANY_SUBSCRIPTIONS: {
     status: 429,

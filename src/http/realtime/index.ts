@@ -8,6 +8,6 @@ export { createRealtime } from './realtime.js';
 export { createSharedExecution, type SharedExecution } from './sharedExecution.js';
 export { textFrame } from './socketMember.js';
 export { createSseRouter } from './sse.js';
-export { clientIp, createStreamRegistry, endingStreamsOnRevoke, type StreamRegistry } from './streamRegistry.js';
+export { createStreamRegistry, endingStreamsOnRevoke, type StreamRegistry } from './streamRegistry.js';
 export { createSubscribePath, type StreamEnd, type SubscribePath, type Subscriber } from './subscribe.js';
 export { createWebSocketServer } from './webSocketServer.js';

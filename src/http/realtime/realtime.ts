@@ -4,6 +4,7 @@ import type { Auth } from '../../auth/index.js';
 import type { Config } from '../../config/index.js';
 import type { User } from '../../domain/policy.js';
 import type { Services } from '../../domain/services.js';
+import { proxyTrust } from '../middleware/index.js';
 import type { Metrics } from '../observability/index.js';
 import type { Pipeline } from '../pipeline/index.js';
 import { createSharedExecution } from './sharedExecution.js';
@@ -54,7 +55,7 @@ export function createRealtime(deps: {
     logger,
     trustedOrigins,
     streams,
-    trustProxy: config.trustProxy,
+    trust: proxyTrust(config.trustProxy),
   });
   return {
     streams,

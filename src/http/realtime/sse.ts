@@ -10,7 +10,7 @@ import {
   refuseCookieCsrf,
   refuseForeignOrigins,
 } from '../middleware/index.js';
-import { refuseUnreadableGraphql, sendGraphqlError, sendLibraryRefusal } from '../problems/index.js';
+import { refuseUnreadableGraphql, RETRY_LATER, sendGraphqlError, sendLibraryRefusal } from '../problems/index.js';
 import { pendingWrites, SUBSCRIBER_BUFFER_BYTES, type Member } from './sharedExecution.js';
 import { boundReservations } from './sseReservations.js';
 import { holdSseStream, type StreamRegistry } from './streamRegistry.js';
@@ -210,10 +210,19 @@ export function createSseRouter(deps: {
       void body.return();
       res.end();
     };
-    const release = holdSseStream(deps.streams, req, res.locals.principal, auth.session.cookieName, end);
-    if (!release) {
+    const held = holdSseStream(deps.streams, req, res.locals.principal, auth.session.cookieName, end);
+    if (typeof held === 'string') {
       void body.return();
       const { limits } = deps.streams;
+      if (held === 'replica') {
+        return sendGraphqlError(
+          req,
+          res,
+          `This replica holds as many streams as it may (${limits.maxPerReplica}); retry shortly.`,
+          'SERVICE_UNAVAILABLE',
+          { status: 503, headers: RETRY_LATER },
+        );
+      }
       return sendGraphqlError(
         req,
         res,
@@ -223,6 +232,7 @@ export function createSseRouter(deps: {
         { status: 429 },
       );
     }
+    const release = held;
     res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
     for (const message of early.get(req) ?? []) res.write(message);
     early.delete(req);

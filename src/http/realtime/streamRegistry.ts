@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -40,22 +39,6 @@ function counter() {
       });
     },
   };
-}
-
-/**
- * The client address of an upgrade request, by Express's `trust proxy` rules for a boolean or a hop count: the
- * socket's peer, or an X-Forwarded-For entry added by a proxy we trust.
- */
-export function clientIp(req: IncomingMessage, trustProxy: boolean | number): string {
-  const peer = req.socket.remoteAddress ?? 'unknown';
-  if (trustProxy === false || trustProxy === 0) return peer;
-  const header = req.headers['x-forwarded-for'];
-  const forwarded = (Array.isArray(header) ? header.join(',') : (header ?? ''))
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  const chain = [peer, ...forwarded.reverse()];
-  return chain[trustProxy === true ? chain.length - 1 : Math.min(trustProxy, chain.length - 1)]!;
 }
 
 /** Restarts on every `idle()`, stops on `busy()`: fires once a socket has held nothing for `ms`. */
@@ -103,6 +86,7 @@ export function createStreamRegistry(deps: {
   const sockets = counter();
   const anonymousSse = counter();
   const users = counter();
+  const replica = counter();
   const bySession = new Map<string, Set<Ender>>();
   /** The caller each open stream was admitted as, by the stream's ender. */
   const callers = new Map<Ender, User>();
@@ -153,6 +137,11 @@ export function createStreamRegistry(deps: {
     limits,
     /** A WebSocket from this address, or null when it already holds WS_MAX_PER_IP. */
     admitSocket: (ip: string) => refused(sockets.take(ip, limits.wsMaxPerIp)),
+    /**
+     * One of this replica's STREAMS_MAX_PER_REPLICA places (a WebSocket, or an SSE stream), or null when all are
+     * held: the client is told to come back later, and a balancer may send it to another replica.
+     */
+    takeReplicaSlot: () => refused(replica.take('replica', limits.maxPerReplica)),
     /** An anonymous SSE stream from this address, or null when it already holds SSE_ANONYMOUS_MAX_PER_IP. */
     admitAnonymousSse: (ip: string) => refused(anonymousSse.take(ip, limits.sseAnonymousMaxPerIp)),
     /** One of a user's STREAMS_MAX_PER_USER: a WebSocket subscription or an SSE stream. */
@@ -219,8 +208,8 @@ export function createStreamRegistry(deps: {
 export type StreamRegistry = ReturnType<typeof createStreamRegistry>;
 
 /**
- * An SSE stream's place: one of its user's slots (or, anonymous, one of its IP's), tied to the session cookie that
- * authenticated it. Null when the bound is reached.
+ * An SSE stream's place: one of its user's slots (or, anonymous, one of its IP's) and one of the replica's, tied to
+ * the session cookie that authenticated it. Or which bound is reached: the client's own, or the replica's.
  */
 export function holdSseStream(
   streams: StreamRegistry,
@@ -228,12 +217,21 @@ export function holdSseStream(
   principal: Principal,
   cookieName: string,
   end: Ender,
-): Release | null {
-  const slot =
+): Release | 'client' | 'replica' {
+  const own =
     principal.kind === 'user'
       ? streams.takeUserSlot(principal.subject)
       : streams.admitAnonymousSse(req.ip ?? req.socket.remoteAddress ?? 'unknown');
-  if (!slot) return null;
+  if (!own) return 'client';
+  const place = streams.takeReplicaSlot();
+  if (!place) {
+    own();
+    return 'replica';
+  }
+  const slot = once(() => {
+    own();
+    place();
+  });
   // A Bearer header wins over the cookie (authenticate.ts), so only a cookie-only request rides on a session.
   const sessionId =
     principal.kind === 'user' && req.headers.authorization === undefined

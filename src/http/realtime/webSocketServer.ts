@@ -7,7 +7,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Authentication, SessionLookup } from '../../auth/credentials.js';
 import type { Context } from '../../context.js';
 import { ANONYMOUS, type Principal } from '../../domain/policy.js';
-import { isForeignOrigin } from '../middleware/index.js';
+import { clientIp, isForeignOrigin, type ProxyTrust } from '../middleware/index.js';
 import { requestAttributes } from '../observability/index.js';
 import { tracing, type Parent } from '../../tracing.js';
 import { clientError } from '../problems/index.js';
@@ -15,7 +15,7 @@ import { closeReasonFor, connectionCredential } from './connectionCredentials.js
 import { keepAlive } from './keepAlive.js';
 import type { Member, SharedExecution } from './sharedExecution.js';
 import { SocketMember } from './socketMember.js';
-import { clientIp, idleTimer, type Release, type StreamRegistry } from './streamRegistry.js';
+import { idleTimer, type Release, type StreamRegistry } from './streamRegistry.js';
 import { BAD_EVENT_ID, isEventId, type SubscribePath, type Subscriber } from './subscribe.js';
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
@@ -26,6 +26,8 @@ const CLOSE = {
   forbidden: CloseCode.Forbidden,
   policy: 1008,
   goingAway: 1001,
+  /** RFC 6455 §7.4.1 (IANA): try again later; graphql-ws's client reconnects on it. */
+  tryAgainLater: 1013,
   idle: 1000,
 } as const;
 
@@ -89,7 +91,8 @@ export function createWebSocketServer(deps: {
   trustedOrigins: ReadonlySet<string>;
   /** Open streams of this replica: per-IP and per-user bounds, and the sessions behind them. */
   streams: StreamRegistry;
-  trustProxy: boolean | number;
+  /** TRUST_PROXY: whose X-Forwarded-For names the client that the per-address bound counts. */
+  trust: ProxyTrust;
 }) {
   const { subscriptions, auth, logger, streams } = deps;
   const { limits } = streams;
@@ -150,7 +153,7 @@ export function createWebSocketServer(deps: {
         ...(tracing.enabled ? { parent: tracing.extract(ctx.connectionParams ?? {}) ?? upgrades.get(socket) } : {}),
         principal: ANONYMOUS,
         // Behind a balancer the budget follows the client address the proxy reports, as on HTTP.
-        ip: clientIp(request, deps.trustProxy),
+        ip: clientIp(request, deps.trust),
         requestId: randomUUID(),
         slots: new Map(),
         idle: idleTimer(limits.wsIdleTimeoutSeconds * 1000, () => socket.close(CLOSE.idle, 'Idle timeout')),
@@ -294,14 +297,18 @@ export function createWebSocketServer(deps: {
         socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
-      const admitted = streams.admitSocket(clientIp(req, deps.trustProxy));
+      const admitted = streams.admitSocket(clientIp(req, deps.trust));
       if (!admitted) {
         socket.end('HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
       socket.once('close', admitted);
+      const place = streams.takeReplicaSlot();
+      if (place) socket.once('close', place);
       const handshake = (done?: () => Parent | undefined) =>
         wss.handleUpgrade(req, socket, head, (ws) => {
+          // Past STREAMS_MAX_PER_REPLICA: a close code a WebSocket client reads and retries on, not a bare status.
+          if (!place) return ws.close(CLOSE.tryAgainLater, 'This replica holds as many streams as it may; retry.');
           sockets.set(ws, socket);
           const parent = done?.();
           if (parent) upgrades.set(ws, parent);
