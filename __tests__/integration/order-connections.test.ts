@@ -198,6 +198,81 @@ describe('orders as connections, on GraphQL and REST', () => {
     }
   });
 
+  test('the sku filter pages alike whether the SKU is unknown, rare or on more lines than a page may sort', async () => {
+    // store/orderPages.ts serves a SKU on at most 5,000 order lines from its lines, a commoner one along the sort index:
+    // 5,001 orders of 1980 with SD-015 make it common, 3 of them also hold PB-016 (rare).
+    const start = Date.parse('1980-01-01T00:00:00.000Z');
+    const common = Array.from({ length: 5_001 }, (_, i) => ({
+      id: newId('ord', start + i * 60_000),
+      customerId: i % 2 ? bobId : aliceId,
+      status: STATUSES[i % 5]!,
+      sku: 'SD-015',
+      createdAt: new Date(start + i * 60_000).toISOString(),
+      updatedAt: new Date(start + (6_000 - i) * 60_000).toISOString(),
+    }));
+    await seed(server.running.app.db, common);
+    const rare = [4_990, 4_995, 5_000].map((i) => common[i]!);
+    await server.running.app.db.query(
+      `insert into order_items (order_id, line_no, sku, qty, unit_price_cents)
+       select id, 2, 'PB-016', 1, 900 from unnest($1::text[]) as l(id)`,
+      [rare.map((o) => o.id)],
+    );
+    const Y = { createdAt: { gte: '1980-01-01T00:00:00.000Z', lt: '1981-01-01T00:00:00.000Z' } };
+    const newest = (orders: typeof common, keep: (o: Seeded) => boolean = () => true) =>
+      orders
+        .filter(keep)
+        .map((o) => o.id)
+        .reverse();
+    const none = { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null };
+
+    // Unknown, and known but on no order of the year.
+    for (const filter of [{ sku: 'NO-SUCH-SKU' }, { ...Y, sku: 'NO-SUCH-SKU' }, { ...Y, sku: 'WC-005' }]) {
+      assert.deepEqual(await page(carol, { first: 10, filter }), { ids: [], pageInfo: none, totalCount: 0 });
+    }
+    const rareIds = newest(rare);
+    const r1 = await page(carol, { first: 2, filter: { ...Y, sku: 'PB-016' } });
+    assert.deepEqual(
+      [r1.ids, r1.pageInfo.hasNextPage, r1.pageInfo.hasPreviousPage, r1.totalCount],
+      [rareIds.slice(0, 2), true, false, 3],
+    );
+    const r2 = await page(carol, { first: 2, after: r1.pageInfo.endCursor, filter: { ...Y, sku: 'PB-016' } });
+    assert.deepEqual([r2.ids, r2.pageInfo.hasNextPage, r2.pageInfo.hasPreviousPage], [rareIds.slice(2), false, true]);
+    const rBack = await page(carol, { last: 2, before: r2.pageInfo.startCursor, filter: { ...Y, sku: 'PB-016' } });
+    assert.deepEqual(
+      [rBack.ids, rBack.pageInfo.hasNextPage, rBack.pageInfo.hasPreviousPage],
+      [rareIds.slice(0, 2), true, false],
+    );
+    const alicesRare = await page(alice, { first: 5, filter: { ...Y, sku: 'PB-016', status: ['PENDING', 'DELIVERED'] } });
+    assert.deepEqual(
+      alicesRare.ids,
+      newest(rare, (o) => o.customerId === aliceId && ['pending', 'delivered'].includes(o.status)),
+    );
+
+    const all = newest(common);
+    const c1 = await page(carol, { first: 100, filter: { ...Y, sku: 'SD-015' } });
+    assert.deepEqual(
+      [c1.ids, c1.pageInfo.hasNextPage, c1.pageInfo.hasPreviousPage, c1.totalCount],
+      [all.slice(0, 100), true, false, 5_001],
+    );
+    const c2 = await page(carol, { first: 100, after: c1.pageInfo.endCursor, filter: { ...Y, sku: 'SD-015' } });
+    assert.deepEqual([c2.ids, c2.pageInfo.hasNextPage, c2.pageInfo.hasPreviousPage], [all.slice(100, 200), true, true]);
+    const cLast = await page(carol, { last: 3, filter: { ...Y, sku: 'SD-015' } });
+    assert.deepEqual(
+      [cLast.ids, cLast.pageInfo.hasNextPage, cLast.pageInfo.hasPreviousPage],
+      [all.slice(-3), false, true],
+    );
+    const filter = { ...Y, sku: 'SD-015', status: ['CANCELLED', 'PAID'], customerId: bobId };
+    const orderBy = { field: 'UPDATED_AT', direction: 'ASC' };
+    const want = common
+      .filter((o) => o.customerId === bobId && ['cancelled', 'paid'].includes(o.status))
+      .sort((a, b) => (a.updatedAt < b.updatedAt ? -1 : 1))
+      .map((o) => o.id);
+    const s1 = await page(carol, { first: 100, filter, orderBy });
+    const s2 = await page(carol, { first: 100, after: s1.pageInfo.endCursor, filter, orderBy });
+    assert.deepEqual([...s1.ids, ...s2.ids], want.slice(0, 200));
+    assert.equal(s1.totalCount, want.length);
+  }, 60_000);
+
   test('an empty page has no cursors and no neighbours', async () => {
     const got = await page(carol, {
       first: 5,

@@ -28,11 +28,35 @@ function conditions(s: Statement, filter: OrderListFilter): string[] {
   if (filter.customerId !== undefined) where.push(`o.customer_id = ${s.value(filter.customerId)}`);
   if (filter.createdGte !== undefined) where.push(`o.created_at >= ${s.value(filter.createdGte)}::timestamptz`);
   if (filter.createdLt !== undefined) where.push(`o.created_at < ${s.value(filter.createdLt)}::timestamptz`);
-  if (filter.sku !== undefined) {
-    where.push(`exists (select 1 from order_items i where i.order_id = o.id and i.sku = ${s.value(filter.sku)})`);
-  }
   return where;
 }
+
+/**
+ * The sku filter, whose orders no index on `orders` can find: a page reads the SKU's lines from order_items(sku,
+ * order_id), at most RARE_SKU_LINES + 1 of them, and then, in the same statement, takes one of two branches (a
+ * one-time filter on that count, so only one runs). A rare SKU (an unknown one has no lines) is served from those lines:
+ * each order looked up by its key, the page sorted from at most RARE_SKU_LINES rows. A commoner one is found along the
+ * sort index, checking each order for the SKU; it is on at least RARE_SKU_LINES lines, so the walk is about
+ * limit × orders ÷ RARE_SKU_LINES rows at worst (51 × 200 on 1,000,000 orders), and far fewer for a SKU of any
+ * real popularity. Either way the work is bounded, where a walk alone read every order for an unknown SKU.
+ */
+const RARE_SKU_LINES = 5_000;
+
+/** The CTE of the SKU's lines, and the SKU's parameter. */
+function skuLines(s: Statement, sku: string): { cte: string; sku: string } {
+  const param = s.value(sku);
+  return {
+    cte: `with sku_lines as materialized (select order_id from order_items where sku = ${param}
+      limit ${RARE_SKU_LINES + 1})`,
+    sku: param,
+  };
+}
+const RARE = `(select count(*) from sku_lines) <= ${RARE_SKU_LINES}`;
+/** The SKU's orders, one key lookup each (lateral, so that the plan cannot turn it into a scan of all orders). */
+const rareOrders = (select: string, where: readonly string[]) =>
+  `(select distinct order_id from sku_lines) l cross join lateral (select ${select} from orders o
+    where o.id = l.order_id${where.map((w) => ` and ${w}`).join('')}) p`;
+const hasSku = (sku: string) => `exists (select 1 from order_items i where i.order_id = o.id and i.sku = ${sku})`;
 
 function scanSql(
   s: Statement,
@@ -50,6 +74,29 @@ function scanSql(
     );
   }
   const key = `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as sort_key`;
+  const order = `order by ${SORT_COLUMNS[scan.sort.field]} ${direction}, id ${direction}`;
+  if (scan.filter.sku !== undefined) {
+    const { cte, sku } = skuLines(s, scan.filter.sku);
+    const statuses = scan.filter.statuses ? [`o.status = any(${s.value(scan.filter.statuses)}::text[])`] : [];
+    const dense = sortedScan(s, scan, [...where, hasSku(sku)], part, key);
+    return `${cte} select * from (select p.* from ${rareOrders(`${ORDER_COLUMNS}, ${key}`, [...where, ...statuses])}
+        ${order} limit ${part.limit}) rare where ${RARE}
+      union all select * from (${dense}) dense where not ${RARE}
+      ${order} limit ${part.limit}`;
+  }
+  return sortedScan(s, scan, where, part, key);
+}
+
+/** A page along the sort index: with statuses, one ordered scan per status, merged. */
+function sortedScan(
+  s: Statement,
+  scan: OrderScan,
+  where: string[],
+  part: { descending: boolean; limit: string },
+  key: string,
+): string {
+  const column = `o.${SORT_COLUMNS[scan.sort.field]}`;
+  const direction = part.descending ? 'desc' : 'asc';
   const order = `order by ${SORT_COLUMNS[scan.sort.field]} ${direction}, id ${direction}`;
   if (scan.filter.statuses) {
     where.push('o.status = st.status');
@@ -103,11 +150,18 @@ export async function countOrders(db: Queryable, filter: OrderListFilter, bound:
   const s = new Statement();
   const where = conditions(s, filter);
   if (filter.statuses) where.push(`o.status = any(${s.value(filter.statuses)}::text[])`);
-  const rows = await db.query<{ n: number }>(
-    `select count(*)::int as n from (select 1 from orders o ${where.length ? `where ${where.join(' and ')}` : ''}
-     limit ${s.value(bound)}) counted`,
-    s.params,
-  );
+  const limit = s.value(bound);
+  const counted = (from: string, on: readonly string[]) =>
+    `(select count(*)::int from (select 1 from ${from} ${on.length ? `where ${on.join(' and ')}` : ''}
+      limit ${limit}) counted)`;
+  let sql = `select ${counted('orders o', where)} as n`;
+  if (filter.sku !== undefined) {
+    const { cte, sku } = skuLines(s, filter.sku);
+    // CASE runs only the branch it takes.
+    sql = `${cte} select case when ${RARE} then ${counted(rareOrders('1', where), [])}
+      else ${counted('orders o', [...where, hasSku(sku)])} end as n`;
+  }
+  const rows = await db.query<{ n: number }>(sql, s.params);
   return Number(rows[0]?.n ?? 0);
 }
 
