@@ -22,6 +22,16 @@ class Statement {
   }
 }
 
+/**
+ * A LIMIT written into the statement rather than bound: a generic plan (a prepared statement's, once PostgreSQL stops
+ * planning it per call) assumes a bound LIMIT keeps 10 % of the rows, and would choose a full scan and a sort over the
+ * walk of an index that stops after the page. The limit is a small whole number the domain checked.
+ */
+function literalLimit(n: number): string {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`not a row limit: ${n}`);
+  return String(n);
+}
+
 /** The conditions every scan of the filter shares; the status is left to the caller (it decides how to scan it). */
 function conditions(s: Statement, filter: OrderListFilter): string[] {
   const where: string[] = [];
@@ -46,15 +56,20 @@ const RARE_SKU_LINES = 5_000;
 function skuLines(s: Statement, sku: string): { cte: string; sku: string } {
   const param = s.value(sku);
   return {
+    // In order_id order, so that the plan is a walk of order_items_sku_idx that stops at the limit, whatever the SKU
+    // (a generic plan, which cannot tell a rare SKU from a common one, would otherwise scan order_items).
     cte: `with sku_lines as materialized (select order_id from order_items where sku = ${param}
-      limit ${RARE_SKU_LINES + 1})`,
+      order by order_id limit ${RARE_SKU_LINES + 1})`,
     sku: param,
   };
 }
 const RARE = `(select count(*) from sku_lines) <= ${RARE_SKU_LINES}`;
-/** The SKU's orders, one key lookup each (lateral, so that the plan cannot turn it into a scan of all orders). */
-const rareOrders = (select: string, where: readonly string[]) =>
-  `(select distinct order_id from sku_lines) l cross join lateral (select ${select} from orders o
+/**
+ * Orders of the SKU from `lines` (order ids in order), one key lookup each: lateral, so that the plan cannot turn it
+ * into a scan of all orders.
+ */
+const skuOrders = (lines: string, select: string, where: readonly string[]) =>
+  `(select distinct order_id from ${lines}) l cross join lateral (select ${select} from orders o
     where o.id = l.order_id${where.map((w) => ` and ${w}`).join('')}) p`;
 const hasSku = (sku: string) => `exists (select 1 from order_items i where i.order_id = o.id and i.sku = ${sku})`;
 
@@ -79,7 +94,7 @@ function scanSql(
     const { cte, sku } = skuLines(s, scan.filter.sku);
     const statuses = scan.filter.statuses ? [`o.status = any(${s.value(scan.filter.statuses)}::text[])`] : [];
     const dense = sortedScan(s, scan, [...where, hasSku(sku)], part, key);
-    return `${cte} select * from (select p.* from ${rareOrders(`${ORDER_COLUMNS}, ${key}`, [...where, ...statuses])}
+    return `${cte} select * from (select p.* from ${skuOrders('sku_lines', `${ORDER_COLUMNS}, ${key}`, [...where, ...statuses])}
         ${order} limit ${part.limit}) rare where ${RARE}
       union all select * from (${dense}) dense where not ${RARE}
       ${order} limit ${part.limit}`;
@@ -125,7 +140,7 @@ export async function scanOrders(
   const page = scanSql(s, scan, common, {
     descending,
     ...(scan.after ? { bound: { position: scan.after, inclusive: false } } : {}),
-    limit: s.value(scan.limit),
+    limit: literalLimit(scan.limit),
   });
   // The other side of `after`: one row at or before it, read backwards from it in the same statement.
   const sql =
@@ -150,16 +165,15 @@ export async function countOrders(db: Queryable, filter: OrderListFilter, bound:
   const s = new Statement();
   const where = conditions(s, filter);
   if (filter.statuses) where.push(`o.status = any(${s.value(filter.statuses)}::text[])`);
-  const limit = s.value(bound);
+  const limit = literalLimit(bound);
   const counted = (from: string, on: readonly string[]) =>
     `(select count(*)::int from (select 1 from ${from} ${on.length ? `where ${on.join(' and ')}` : ''}
       limit ${limit}) counted)`;
   let sql = `select ${counted('orders o', where)} as n`;
   if (filter.sku !== undefined) {
-    const { cte, sku } = skuLines(s, filter.sku);
-    // CASE runs only the branch it takes.
-    sql = `${cte} select case when ${RARE} then ${counted(rareOrders('1', where), [])}
-      else ${counted('orders o', [...where, hasSku(sku)])} end as n`;
+    // The SKU's lines in order_id order, each order looked up: stops at `bound` matches, whether the SKU is rare or not.
+    const lines = `(select order_id from order_items where sku = ${s.value(filter.sku)} order by order_id) lines`;
+    sql = `select ${counted(skuOrders(lines, '1', where), [])} as n`;
   }
   const rows = await db.query<{ n: number }>(sql, s.params);
   return Number(rows[0]?.n ?? 0);
