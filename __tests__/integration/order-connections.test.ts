@@ -242,7 +242,10 @@ describe('orders as connections, on GraphQL and REST', () => {
       [rBack.ids, rBack.pageInfo.hasNextPage, rBack.pageInfo.hasPreviousPage],
       [rareIds.slice(0, 2), true, false],
     );
-    const alicesRare = await page(alice, { first: 5, filter: { ...Y, sku: 'PB-016', status: ['PENDING', 'DELIVERED'] } });
+    const alicesRare = await page(alice, {
+      first: 5,
+      filter: { ...Y, sku: 'PB-016', status: ['PENDING', 'DELIVERED'] },
+    });
     assert.deepEqual(
       alicesRare.ids,
       newest(rare, (o) => o.customerId === aliceId && ['pending', 'delivered'].includes(o.status)),
@@ -272,6 +275,58 @@ describe('orders as connections, on GraphQL and REST', () => {
     assert.deepEqual([...s1.ids, ...s2.ids], want.slice(0, 200));
     assert.equal(s1.totalCount, want.length);
   }, 60_000);
+
+  test('a cursor whose order was cancelled out of the filter still pages on, with exact hasPreviousPage', async () => {
+    // The page is read from the cursor's own order; when that order has left the list, one more statement looks behind.
+    const start = Date.parse('2004-01-01T00:00:00.000Z');
+    const mine = Array.from({ length: 6 }, (_, i) => ({
+      id: newId('ord', start + i * HOUR),
+      customerId: aliceId,
+      status: 'pending',
+      sku: 'CB-007',
+      createdAt: new Date(start + i * HOUR).toISOString(),
+      updatedAt: new Date(start + i * HOUR).toISOString(),
+    }));
+    await seed(server.running.app.db, mine);
+    const ids = mine.map((o) => o.id).reverse();
+    const filter = {
+      createdAt: { gte: '2004-01-01T00:00:00.000Z', lt: '2005-01-01T00:00:00.000Z' },
+      status: ['PENDING'],
+    };
+    const cancel = async (id: string) => {
+      const res = await rest(server.url, 'PATCH', `/orders/${id}`, {
+        token: alice,
+        body: { status: 'cancelled' },
+        headers: { 'if-match': `"${id}.v1"` },
+      });
+      assert.equal(res.status, 200, res.text);
+    };
+    const p1 = await page(alice, { first: 2, filter });
+    assert.deepEqual(p1.ids, ids.slice(0, 2));
+    const live = await page(alice, { first: 2, after: p1.pageInfo.endCursor, filter });
+    assert.deepEqual(
+      [live.ids, live.pageInfo.hasPreviousPage, live.pageInfo.hasNextPage],
+      [ids.slice(2, 4), true, true],
+    );
+    await cancel(ids[1]!);
+    const gone = await page(alice, { first: 2, after: p1.pageInfo.endCursor, filter });
+    assert.deepEqual(
+      [gone.ids, gone.pageInfo.hasPreviousPage, gone.pageInfo.hasNextPage],
+      [ids.slice(2, 4), true, true],
+    );
+    await cancel(ids[0]!);
+    // Nothing at or before the first order's position is left in the list.
+    const first = await page(alice, { first: 2, after: p1.pageInfo.startCursor, filter });
+    assert.deepEqual(
+      [first.ids, first.pageInfo.hasPreviousPage, first.pageInfo.hasNextPage],
+      [ids.slice(2, 4), false, true],
+    );
+    const back = await page(alice, { last: 3, before: live.pageInfo.endCursor, filter });
+    assert.deepEqual(
+      [back.ids, back.pageInfo.hasPreviousPage, back.pageInfo.hasNextPage],
+      [ids.slice(2, 3), false, true],
+    );
+  });
 
   test('an empty page has no cursors and no neighbours', async () => {
     const got = await page(carol, {
@@ -408,20 +463,24 @@ describe('orders as connections, on GraphQL and REST', () => {
     assert.equal(tooMany.body.errors![0]!.message, '/ids: at most 100 ids; ask for the rest in another request');
   });
 
-  test('a page of orders with their customers is 2 SQL statements for 1 order or 100', async () => {
-    const q = `query($first: Int, $filter: OrderFilter) { orders(first: $first, filter: $filter) { nodes { id customer { name } } } }`;
-    for (const first of [1, 24, 100]) {
+  test('a page of orders with their customers is 2 SQL statements for 1 order or 100, from a cursor or not', async () => {
+    const q = `query($first: Int, $after: String, $filter: OrderFilter) { orders(first: $first, after: $after, filter: $filter) { nodes { id customer { name } } } }`;
+    const after = (await page(carol, { first: 1, filter: W })).pageInfo.endCursor;
+    for (const [first, cursor, length] of [
+      [1, null, 1],
+      [24, null, 24],
+      [100, null, 24],
+      [1, after, 1],
+      [100, after, 23],
+    ] as const) {
       const { res, statements } = await server.sqlStatementsOf((agent) =>
         agent
           .post('/graphql')
           .set({ 'content-type': 'application/json', authorization: `Bearer ${carol}` })
-          .send(JSON.stringify({ query: q, variables: { first, filter: W } })),
+          .send(JSON.stringify({ query: q, variables: { first, after: cursor, filter: W } })),
       );
-      assert.equal(
-        (res.body as { data: { orders: { nodes: unknown[] } } }).data.orders.nodes.length,
-        Math.min(first, 24),
-      );
-      assert.equal(statements, 2, `first: ${first}`);
+      assert.equal((res.body as { data: { orders: { nodes: unknown[] } } }).data.orders.nodes.length, length);
+      assert.equal(statements, 2, `first: ${first}, after: ${cursor}`);
     }
   });
 

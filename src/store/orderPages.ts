@@ -124,12 +124,21 @@ function sortedScan(
     order by ${column} ${direction}, o.id ${direction} limit ${part.limit}`;
 }
 
-export async function scanOrders(
-  db: Queryable,
+type Row = Record<string, unknown> & { sort_key: string };
+
+/** A position's key as the statements write sort_key: REST's cursors from before connections hold RFC 3339 (ms). */
+function storedKey(key: string): string {
+  return key.endsWith('Z') ? `${key.slice(0, 10)} ${key.slice(11, 23)}000+00` : key;
+}
+
+/** One scan of `scan`'s list from `bound`, in `descending` order, as a statement with its parameters. */
+function statement(
   scan: OrderScan,
-): Promise<{ rows: PositionedOrder[]; behind: boolean }> {
+  descending: boolean,
+  bound: { position: Position; inclusive: boolean } | undefined,
+  limit: number,
+): { sql: string; params: unknown[] } {
   const s = new Statement();
-  const descending = scan.sort.direction === 'desc';
   const common = conditions(s, scan.filter);
   if (scan.until) {
     const op = descending ? '>' : '<';
@@ -137,27 +146,45 @@ export async function scanOrders(
       `(o.${SORT_COLUMNS[scan.sort.field]}, o.id) ${op} (${s.value(scan.until.key)}::timestamptz, ${s.value(scan.until.id)})`,
     );
   }
-  const page = scanSql(s, scan, common, {
+  const sql = scanSql(s, scan, common, { descending, ...(bound ? { bound } : {}), limit: literalLimit(limit) });
+  return { sql, params: s.params };
+}
+
+/**
+ * A page, and with `probe` whether a row lies at or before `after` (pageInfo's other side, exactly). The page is read
+ * from `after` inclusive, one row more: when the cursor's own order is still at its position (it is unless it was
+ * deleted, or left the filter, or moved under the updatedAt sort), it is that row, and the page costs one index scan
+ * like page 1. Otherwise one more statement looks behind the cursor.
+ */
+export async function scanOrders(
+  db: Queryable,
+  scan: OrderScan,
+): Promise<{ rows: PositionedOrder[]; behind: boolean }> {
+  const descending = scan.sort.direction === 'desc';
+  const after = scan.after;
+  const probing = scan.probe && after !== undefined;
+  const page = statement(
+    scan,
     descending,
-    ...(scan.after ? { bound: { position: scan.after, inclusive: false } } : {}),
-    limit: literalLimit(scan.limit),
-  });
-  // The other side of `after`: one row at or before it, read backwards from it in the same statement.
-  const sql =
-    scan.probe && scan.after
-      ? `select *, false as probe from (${page}) page union all select *, true from (${scanSql(s, scan, common, {
-          descending: !descending,
-          bound: { position: scan.after, inclusive: true },
-          limit: '1',
-        })}) probe order by probe, ${SORT_COLUMNS[scan.sort.field]} ${descending ? 'desc' : 'asc'}, id ${
-          descending ? 'desc' : 'asc'
-        }`
-      : `select *, false as probe from (${page}) page`;
-  const rows = await db.query<Record<string, unknown> & { sort_key: string; probe: boolean }>(sql, s.params);
-  const found = rows.filter((r) => !r.probe);
+    after ? { position: after, inclusive: probing } : undefined,
+    scan.limit + (probing ? 1 : 0),
+  );
+  let rows = await db.query<Row>(page.sql, page.params);
+  let behind = false;
+  if (probing) {
+    const first = rows[0];
+    if (first && String(first.id) === after.id && storedKey(after.key) === first.sort_key) {
+      behind = true;
+      rows = rows.slice(1);
+    } else {
+      rows = rows.slice(0, scan.limit);
+      const probe = statement(scan, !descending, { position: after, inclusive: true }, 1);
+      behind = (await db.query(probe.sql, probe.params)).length > 0;
+    }
+  }
   return {
-    rows: found.map((r) => ({ order: toOrder(r), position: { key: r.sort_key, id: String(r.id) } })),
-    behind: rows.length > found.length,
+    rows: rows.map((r) => ({ order: toOrder(r), position: { key: r.sort_key, id: String(r.id) } })),
+    behind,
   };
 }
 
