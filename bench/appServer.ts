@@ -7,6 +7,9 @@
  * first instance's `/idp`), it runs as production does instead: a second replica that trusts that
  * issuer, with no embedded IdP of its own (see docs/auth.md).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { subscribe } from 'node:diagnostics_channel';
+import type { IncomingMessage } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { pino } from 'pino';
 import type * as ConfigModule from '../src/config/index.js';
@@ -75,9 +78,23 @@ try {
       : {}),
   });
   const running = await startServer(config, pino({ level: 'silent' }));
+  // SQL statements sent on behalf of /graphql requests, apart from the process's background work (the outbox poll, the
+  // sweeper, /metrics' own queries), which sql_statements_total counts too: node:http publishes each request just
+  // before handing it to the app, and what the app then does runs in that request's async context.
+  const inRequest = new AsyncLocalStorage<boolean>();
+  let requestStatements = 0;
+  const counted = running.app.db.onStatement;
+  running.app.db.onStatement = () => {
+    counted?.();
+    if (inRequest.getStore()) requestStatements++;
+  };
+  subscribe('http.server.request.start', (message) => {
+    inRequest.enterWith((message as { request: IncomingMessage }).request.url?.startsWith('/graphql') ?? false);
+  });
   const profiler = process.env.BENCH_PROFILE_DIR ? createProfiler(process.env.BENCH_PROFILE_DIR) : null;
   serveParent({ url: running.url, metricsUrl: running.metricsUrl, issuer: running.app.issuer }, () => running.close(), {
     memory,
+    'request-statements': async () => requestStatements,
     ...(profiler ? { 'profile-start': profiler.start, 'profile-stop': profiler.stop } : {}),
   });
 } catch (error) {

@@ -158,6 +158,8 @@ export async function startChild(
 export function cleanupOnce(opts: {
   databaseUrl: string;
   schema: string;
+  /** Leave the schema in place (npm run bench -- --schema). */
+  keep?: boolean;
   log: (message: string) => void;
   first?: () => Promise<void>;
 }): () => Promise<void> {
@@ -167,6 +169,7 @@ export function cleanupOnce(opts: {
     cleaning ??= (async () => {
       await opts.first?.().catch((e: unknown) => log(`cleaning up: ${String(e)}`));
       await stopAllChildren().catch((e: unknown) => log(`stopping servers: ${String(e)}`));
+      if (opts.keep) return log(`kept schema ${schema} (--schema): drop it when done`);
       await dropSchema(databaseUrl, schema)
         .then(() => log(`dropped schema ${schema}`))
         .catch((e: unknown) => log(`could not drop schema ${schema}: ${String(e)}`));

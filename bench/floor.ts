@@ -60,38 +60,37 @@ try {
 
   /**
    * The `orders` connection's keyset page as store/orderPages.ts writes it: one scan per status merged in key order,
-   * and, after a cursor, the page behind probed in the same statement.
+   * and, after a cursor, the page read from the cursor's own row (inclusive, one row more), which tells that a row lies
+   * behind it; the bench's cursor is a live order, so the store's fallback probe never runs.
    */
   async function ordersPage(first: number, statuses: string[] | null, since: string | null, after: string | null) {
     const key = `to_char(o.created_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as sort_key`;
     const columns = `o.id, o.customer_id, o.status, o.total_cents, o.version, o.created_at, o.updated_at, ${key}`;
-    let rows: (OrderRow & { probe: boolean })[];
+    let rows: OrderRow[];
     if (statuses) {
       rows = await query(
-        `select *, false as probe from (select p.* from unnest($1::text[]) as st(status)
+        `select p.* from unnest($1::text[]) as st(status)
           cross join lateral (select ${columns} from orders o
             where o.created_at >= $2::timestamptz and o.status = st.status
-            order by o.created_at desc, o.id desc limit $3) p
-          order by created_at desc, id desc limit $3) page`,
-        [statuses, since, first + 1],
+            order by o.created_at desc, o.id desc limit ${first + 1}) p
+          order by created_at desc, id desc limit ${first + 1}`,
+        [statuses, since],
       );
     } else if (after) {
       const [at, id] = JSON.parse(Buffer.from(after, 'base64url').toString('utf8')) as [string, string];
       rows = await query(
-        `select *, false as probe from (select ${columns} from orders o where (o.created_at, o.id) < ($1::timestamptz, $2)
-           order by o.created_at desc, o.id desc limit $3) page
-         union all select *, true from (select ${columns} from orders o where (o.created_at, o.id) >= ($1::timestamptz, $2)
-           order by o.created_at asc, o.id asc limit 1) probe
-         order by probe, created_at desc, id desc`,
-        [at, id, first + 1],
+        `select ${columns} from orders o where (o.created_at, o.id) <= ($1::timestamptz, $2)
+         order by o.created_at desc, o.id desc limit ${first + 2}`,
+        [at, id],
       );
+      rows = rows.slice(rows[0]?.id === id ? 1 : 0);
     } else {
       rows = await query(
-        `select *, false as probe from (select ${columns} from orders o order by o.created_at desc, o.id desc limit $1) page`,
-        [first + 1],
+        `select ${columns} from orders o order by o.created_at desc, o.id desc limit ${first + 1}`,
+        [],
       );
     }
-    const nodes = await withCustomers(rows.filter((r) => !r.probe).slice(0, first));
+    const nodes = await withCustomers(rows.slice(0, first));
     return { data: { orders: { nodes } } };
   }
 

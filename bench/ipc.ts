@@ -22,7 +22,15 @@ export interface FailedMessage {
   readonly error: string;
 }
 
-export type RequestType = 'cpu' | 'memory' | 'profile-start' | 'profile-stop' | 'stop' | 'broadcast';
+export type RequestType =
+  | 'cpu'
+  | 'memory'
+  | 'profile-start'
+  | 'profile-stop'
+  | 'stop'
+  | 'broadcast'
+  /** The app's SQL statements sent for /graphql requests (null from a server that does not count them). */
+  | 'request-statements';
 
 export interface RequestMessage {
   readonly id: number;

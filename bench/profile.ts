@@ -36,6 +36,10 @@ function place(frame: CallFrame): string {
   if (!url) return functionName.startsWith('(') ? functionName : '(native)';
   const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
   if (pkg) return pkg[1]!;
+  // The harness is bundled (bench/results/children/), profiler.ts with it: its frames are the profiler's own.
+  if (/\/children\/[^/]+\.mjs$/.test(url) && (functionName === 'start' || functionName === 'stop')) {
+    return 'bench/profiler.ts';
+  }
   const own = /\/((?:src|bench)\/.+)$/.exec(url);
   if (own) return own[1]!;
   if (url.startsWith('node:')) return 'node:' + (url.startsWith('node:internal') ? 'internal' : url.slice(5));

@@ -198,6 +198,136 @@ describe('orders as connections, on GraphQL and REST', () => {
     }
   });
 
+  test('the sku filter pages alike whether the SKU is unknown, rare or on more lines than a page may sort', async () => {
+    // store/orderPages.ts serves a SKU on at most 5,000 order lines from its lines, a commoner one along the sort index:
+    // 5,001 orders of 1980 with SD-015 make it common, 3 of them also hold PB-016 (rare).
+    const start = Date.parse('1980-01-01T00:00:00.000Z');
+    const common = Array.from({ length: 5_001 }, (_, i) => ({
+      id: newId('ord', start + i * 60_000),
+      customerId: i % 2 ? bobId : aliceId,
+      status: STATUSES[i % 5]!,
+      sku: 'SD-015',
+      createdAt: new Date(start + i * 60_000).toISOString(),
+      updatedAt: new Date(start + (6_000 - i) * 60_000).toISOString(),
+    }));
+    await seed(server.running.app.db, common);
+    const rare = [4_990, 4_995, 5_000].map((i) => common[i]!);
+    await server.running.app.db.query(
+      `insert into order_items (order_id, line_no, sku, qty, unit_price_cents)
+       select id, 2, 'PB-016', 1, 900 from unnest($1::text[]) as l(id)`,
+      [rare.map((o) => o.id)],
+    );
+    const Y = { createdAt: { gte: '1980-01-01T00:00:00.000Z', lt: '1981-01-01T00:00:00.000Z' } };
+    const newest = (orders: typeof common, keep: (o: Seeded) => boolean = () => true) =>
+      orders
+        .filter(keep)
+        .map((o) => o.id)
+        .reverse();
+    const none = { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null };
+
+    // Unknown, and known but on no order of the year.
+    for (const filter of [{ sku: 'NO-SUCH-SKU' }, { ...Y, sku: 'NO-SUCH-SKU' }, { ...Y, sku: 'WC-005' }]) {
+      assert.deepEqual(await page(carol, { first: 10, filter }), { ids: [], pageInfo: none, totalCount: 0 });
+    }
+    const rareIds = newest(rare);
+    const r1 = await page(carol, { first: 2, filter: { ...Y, sku: 'PB-016' } });
+    assert.deepEqual(
+      [r1.ids, r1.pageInfo.hasNextPage, r1.pageInfo.hasPreviousPage, r1.totalCount],
+      [rareIds.slice(0, 2), true, false, 3],
+    );
+    const r2 = await page(carol, { first: 2, after: r1.pageInfo.endCursor, filter: { ...Y, sku: 'PB-016' } });
+    assert.deepEqual([r2.ids, r2.pageInfo.hasNextPage, r2.pageInfo.hasPreviousPage], [rareIds.slice(2), false, true]);
+    const rBack = await page(carol, { last: 2, before: r2.pageInfo.startCursor, filter: { ...Y, sku: 'PB-016' } });
+    assert.deepEqual(
+      [rBack.ids, rBack.pageInfo.hasNextPage, rBack.pageInfo.hasPreviousPage],
+      [rareIds.slice(0, 2), true, false],
+    );
+    const alicesRare = await page(alice, {
+      first: 5,
+      filter: { ...Y, sku: 'PB-016', status: ['PENDING', 'DELIVERED'] },
+    });
+    assert.deepEqual(
+      alicesRare.ids,
+      newest(rare, (o) => o.customerId === aliceId && ['pending', 'delivered'].includes(o.status)),
+    );
+
+    const all = newest(common);
+    const c1 = await page(carol, { first: 100, filter: { ...Y, sku: 'SD-015' } });
+    assert.deepEqual(
+      [c1.ids, c1.pageInfo.hasNextPage, c1.pageInfo.hasPreviousPage, c1.totalCount],
+      [all.slice(0, 100), true, false, 5_001],
+    );
+    const c2 = await page(carol, { first: 100, after: c1.pageInfo.endCursor, filter: { ...Y, sku: 'SD-015' } });
+    assert.deepEqual([c2.ids, c2.pageInfo.hasNextPage, c2.pageInfo.hasPreviousPage], [all.slice(100, 200), true, true]);
+    const cLast = await page(carol, { last: 3, filter: { ...Y, sku: 'SD-015' } });
+    assert.deepEqual(
+      [cLast.ids, cLast.pageInfo.hasNextPage, cLast.pageInfo.hasPreviousPage],
+      [all.slice(-3), false, true],
+    );
+    const filter = { ...Y, sku: 'SD-015', status: ['CANCELLED', 'PAID'], customerId: bobId };
+    const orderBy = { field: 'UPDATED_AT', direction: 'ASC' };
+    const want = common
+      .filter((o) => o.customerId === bobId && ['cancelled', 'paid'].includes(o.status))
+      .sort((a, b) => (a.updatedAt < b.updatedAt ? -1 : 1))
+      .map((o) => o.id);
+    const s1 = await page(carol, { first: 100, filter, orderBy });
+    const s2 = await page(carol, { first: 100, after: s1.pageInfo.endCursor, filter, orderBy });
+    assert.deepEqual([...s1.ids, ...s2.ids], want.slice(0, 200));
+    assert.equal(s1.totalCount, want.length);
+  }, 60_000);
+
+  test('a cursor whose order was cancelled out of the filter still pages on, with exact hasPreviousPage', async () => {
+    // The page is read from the cursor's own order; when that order has left the list, one more statement looks behind.
+    const start = Date.parse('2004-01-01T00:00:00.000Z');
+    const mine = Array.from({ length: 6 }, (_, i) => ({
+      id: newId('ord', start + i * HOUR),
+      customerId: aliceId,
+      status: 'pending',
+      sku: 'CB-007',
+      createdAt: new Date(start + i * HOUR).toISOString(),
+      updatedAt: new Date(start + i * HOUR).toISOString(),
+    }));
+    await seed(server.running.app.db, mine);
+    const ids = mine.map((o) => o.id).reverse();
+    const filter = {
+      createdAt: { gte: '2004-01-01T00:00:00.000Z', lt: '2005-01-01T00:00:00.000Z' },
+      status: ['PENDING'],
+    };
+    const cancel = async (id: string) => {
+      const res = await rest(server.url, 'PATCH', `/orders/${id}`, {
+        token: alice,
+        body: { status: 'cancelled' },
+        headers: { 'if-match': `"${id}.v1"` },
+      });
+      assert.equal(res.status, 200, res.text);
+    };
+    const p1 = await page(alice, { first: 2, filter });
+    assert.deepEqual(p1.ids, ids.slice(0, 2));
+    const live = await page(alice, { first: 2, after: p1.pageInfo.endCursor, filter });
+    assert.deepEqual(
+      [live.ids, live.pageInfo.hasPreviousPage, live.pageInfo.hasNextPage],
+      [ids.slice(2, 4), true, true],
+    );
+    await cancel(ids[1]!);
+    const gone = await page(alice, { first: 2, after: p1.pageInfo.endCursor, filter });
+    assert.deepEqual(
+      [gone.ids, gone.pageInfo.hasPreviousPage, gone.pageInfo.hasNextPage],
+      [ids.slice(2, 4), true, true],
+    );
+    await cancel(ids[0]!);
+    // Nothing at or before the first order's position is left in the list.
+    const first = await page(alice, { first: 2, after: p1.pageInfo.startCursor, filter });
+    assert.deepEqual(
+      [first.ids, first.pageInfo.hasPreviousPage, first.pageInfo.hasNextPage],
+      [ids.slice(2, 4), false, true],
+    );
+    const back = await page(alice, { last: 3, before: live.pageInfo.endCursor, filter });
+    assert.deepEqual(
+      [back.ids, back.pageInfo.hasPreviousPage, back.pageInfo.hasNextPage],
+      [ids.slice(2, 3), false, true],
+    );
+  });
+
   test('an empty page has no cursors and no neighbours', async () => {
     const got = await page(carol, {
       first: 5,
@@ -333,20 +463,24 @@ describe('orders as connections, on GraphQL and REST', () => {
     assert.equal(tooMany.body.errors![0]!.message, '/ids: at most 100 ids; ask for the rest in another request');
   });
 
-  test('a page of orders with their customers is 2 SQL statements for 1 order or 100', async () => {
-    const q = `query($first: Int, $filter: OrderFilter) { orders(first: $first, filter: $filter) { nodes { id customer { name } } } }`;
-    for (const first of [1, 24, 100]) {
+  test('a page of orders with their customers is 2 SQL statements for 1 order or 100, from a cursor or not', async () => {
+    const q = `query($first: Int, $after: String, $filter: OrderFilter) { orders(first: $first, after: $after, filter: $filter) { nodes { id customer { name } } } }`;
+    const after = (await page(carol, { first: 1, filter: W })).pageInfo.endCursor;
+    for (const [first, cursor, length] of [
+      [1, null, 1],
+      [24, null, 24],
+      [100, null, 24],
+      [1, after, 1],
+      [100, after, 23],
+    ] as const) {
       const { res, statements } = await server.sqlStatementsOf((agent) =>
         agent
           .post('/graphql')
           .set({ 'content-type': 'application/json', authorization: `Bearer ${carol}` })
-          .send(JSON.stringify({ query: q, variables: { first, filter: W } })),
+          .send(JSON.stringify({ query: q, variables: { first, after: cursor, filter: W } })),
       );
-      assert.equal(
-        (res.body as { data: { orders: { nodes: unknown[] } } }).data.orders.nodes.length,
-        Math.min(first, 24),
-      );
-      assert.equal(statements, 2, `first: ${first}`);
+      assert.equal((res.body as { data: { orders: { nodes: unknown[] } } }).data.orders.nodes.length, length);
+      assert.equal(statements, 2, `first: ${first}, after: ${cursor}`);
     }
   });
 
