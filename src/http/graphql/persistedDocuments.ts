@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { GraphQLError } from 'graphql';
 import { namedHash, sha256, type Pipeline } from '../pipeline/index.js';
-import { codeOf, mediaTypeFor, sendGraphqlError } from '../problems/index.js';
+import { codeOf, mediaTypeFor, requestErrorStatus, sendGraphqlError, writeAnswer } from '../problems/index.js';
 
 /**
  * Before Apollo: a `documentId` becomes the persisted-query extension Apollo knows; a hash that does not
@@ -16,14 +16,11 @@ export function persistedDocuments(pipeline: Pipeline) {
     if (screened.size >= 1000) screened.delete(screened.values().next().value!);
     screened.add(key);
   };
-  /** A request error as Apollo would send it: 200 for application/json, 400 for graphql-response+json. */
+  /** A request error as Apollo would send it, with the status requestErrorStatus gives. */
   const sendRequestErrors = (req: Request, res: Response, errors: GraphQLError[]) => {
     const type = mediaTypeFor(req.headers.accept) || 'application/json';
     res.vary('Accept');
-    res
-      .status(type === 'application/json' ? 200 : 400)
-      .type(`${type}; charset=utf-8`)
-      .send(JSON.stringify({ errors: pipeline.formatErrors(errors) }));
+    writeAnswer(res, requestErrorStatus(type, 400), type, JSON.stringify({ errors: pipeline.formatErrors(errors) }));
   };
   return (req: Request, res: Response, next: NextFunction) => {
     const params = res.locals.graphqlParams;

@@ -33,7 +33,6 @@ function refuseBadLastEventId(req: Request, res: Response, next: NextFunction) {
     res,
     'Last-Event-ID must be the id of an event this stream sent (a decimal integer up to 9223372036854775807).',
     'BAD_REQUEST',
-    { status: 400 },
   );
 }
 
@@ -230,7 +229,6 @@ export function createSseRouter(deps: {
         `At most ${limits.maxPerUser} streams (WebSocket subscriptions and SSE streams) per user, and ` +
           `${limits.sseAnonymousMaxPerIp} anonymous SSE streams per client address.`,
         'TOO_MANY_SUBSCRIPTIONS',
-        { status: 429 },
       );
     }
     res.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
