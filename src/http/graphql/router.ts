@@ -23,6 +23,7 @@ import type { Metrics } from '../observability/index.js';
 import { createJitExecutor, createPolicyCache, type Pipeline } from '../pipeline/index.js';
 import { apolloMiddleware } from './apolloMount.js';
 import { graphqlEnvelope, isLandingPageRequest } from './envelope.js';
+import type { Step } from './frontDoor.js';
 import { withGraphiqlLink } from './graphiql.js';
 import { persistedDocuments } from './persistedDocuments.js';
 import { protocolPlugin, tracingPlugin } from './plugin.js';
@@ -52,7 +53,7 @@ export async function createGraphqlRouter(deps: {
   trustedOrigins: ReadonlySet<string>;
   /** RESULT_CACHE=on: stored query responses, answered before Apollo. */
   resultCache?: ResultCache;
-}): Promise<{ router: express.Router; stop(): Promise<void> }> {
+}): Promise<{ steps: Step[]; router: express.Router; stop(): Promise<void> }> {
   const { config, services, auth, metrics, logger, pipeline, resultCache } = deps;
   const { session } = auth;
   const policies = createPolicyCache(deps.schema);
@@ -105,18 +106,20 @@ export async function createGraphqlRouter(deps: {
       createContext(services, res.locals.principal, String(req.id), () => req.log),
       req.ip,
     );
-  const router = express.Router();
-  router.use(
-    '/',
+  // The path of a request to /graphql, step by step (the app's front door runs them after its own, frontDoor.ts).
+  const steps: Step[] = [
     // Without browser sessions no cookie authenticates anything, so there is nothing to forge.
     ...(session ? [refuseCookieCsrf(session.cookieName, isLandingPageRequest)] : []),
     refuseForeignOrigins(deps.trustedOrigins),
+    // Method, media types, the body and the parameters, parsed once into res.locals.graphqlParams.
     ...graphqlEnvelope({ bodyLimit: '100kb', landingPage: !config.isProduction }),
     ...(config.isProduction ? [refuseSimpleTextGets(sendsText)] : []),
     authenticate(auth, graphqlAuthFailure),
     persistedDocuments(pipeline),
     ...(resultCache ? [resultCache.middleware(contextOf)] : []),
     apolloMiddleware(apollo, async ({ req, res }) => contextOf(req, res)),
-  );
-  return { router, stop: () => apollo.stop() };
+  ];
+  // Other paths under /graphql (a trailing slash, another case) take the same steps through Express's router.
+  const router = express.Router().use('/', ...steps);
+  return { steps, router, stop: () => apollo.stop() };
 }
