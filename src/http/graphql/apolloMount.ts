@@ -21,6 +21,15 @@ function searchOf(url: string): string {
 export function apolloMiddleware<TContext extends BaseContext>(
   server: ApolloServer<TContext>,
   context: (args: { req: Request; res: Response }) => Promise<TContext>,
+  /** What Apollo gets of the request: its body and query string (persistedDocuments.ts names documents by hash). */
+  handOff: (req: Request, res: Response, search: string) => { body: unknown; search: string } = (
+    req,
+    _res,
+    search,
+  ) => ({
+    body: req.body,
+    search,
+  }),
 ): RequestHandler {
   server.assertStarted('apolloMiddleware()');
   return async (req, res) => {
@@ -38,12 +47,8 @@ export function apolloMiddleware<TContext extends BaseContext>(
       const value = incoming[key];
       if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
     }
-    const httpGraphQLRequest: HTTPGraphQLRequest = {
-      method: req.method.toUpperCase(),
-      headers,
-      search: searchOf(req.url),
-      body: req.body,
-    };
+    const { body, search } = handOff(req, res, searchOf(req.url));
+    const httpGraphQLRequest: HTTPGraphQLRequest = { method: req.method.toUpperCase(), headers, search, body };
     const execute = () =>
       server.executeHTTPGraphQLRequest({
         httpGraphQLRequest,

@@ -101,6 +101,9 @@ export function protocolPlugin(
         response.http.headers.delete('ratelimit-policy');
       }
       if (response.body.kind !== 'single') return;
+      // The media type the envelope negotiated already: set in the head, Apollo does not negotiate it again.
+      const mediaType = mediaTypeFor(request.http?.headers.get('accept'));
+      if (mediaType) response.http.headers.set('content-type', `${mediaType}; charset=utf-8`);
       const { errors, data } = response.body.singleResult;
       const cost = pipeline.costOf(contextValue);
       if (cost) response.body.singleResult.extensions = { ...response.body.singleResult.extensions, cost };
@@ -120,10 +123,7 @@ export function protocolPlugin(
       }
       // A request error (no `data`): Apollo answers 400 whatever the media type; requestErrorStatus has the rule.
       if (data === undefined && errors?.length && response.http.status !== undefined) {
-        response.http.status = requestErrorStatus(
-          mediaTypeFor(request.http?.headers.get('accept')),
-          response.http.status,
-        );
+        response.http.status = requestErrorStatus(mediaType, response.http.status);
       }
     },
   };

@@ -1,6 +1,7 @@
 import { ApolloServer } from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
@@ -59,6 +60,8 @@ export async function createGraphqlRouter(deps: {
   const policies = createPolicyCache(deps.schema);
   // Queries and mutations run as compiled code; Apollo parses, validates and admits them first, as always.
   const jit = createJitExecutor(deps.schema);
+  // Checks the document's source once and hands it to Apollo by hash (persistedDocuments.ts).
+  const documents = persistedDocuments(pipeline);
   const apollo = new ApolloServer<Context>({
     gateway: jit.gateway,
     // The pipeline's rules refuse introspection in production, on every transport alike.
@@ -81,7 +84,7 @@ export async function createGraphqlRouter(deps: {
       error: (m) => logger.error(m),
     },
     // Persisted queries are content-addressed; a day's TTL and the pipeline's bounds keep the store small.
-    persistedQueries: { ttl: 86_400, cache: pipeline.documents },
+    persistedQueries: { ttl: 86_400, cache: documents.cache },
     // A parsed document keeps its whole source alive (loc.source) while Apollo's default sizing counts only the
     // AST, so comment-padded documents could fill memory unseen; the source is counted too.
     documentStore: new InMemoryLRUCache<DocumentNode>({
@@ -93,6 +96,8 @@ export async function createGraphqlRouter(deps: {
       ...(tracing.enabled ? [tracingPlugin()] : []),
       // Its per-field hooks cost more than the execution they watch; the policy comes from the document instead.
       ApolloServerPluginCacheControlDisabled(),
+      // Apollo adds it unasked, and calls its requestDidStart on every request only for it to find nothing to do.
+      ApolloServerPluginInlineTraceDisabled(),
       config.isProduction
         ? ApolloServerPluginLandingPageDisabled()
         : withGraphiqlLink(ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true })),
@@ -115,9 +120,9 @@ export async function createGraphqlRouter(deps: {
     ...graphqlEnvelope({ bodyLimit: '100kb', landingPage: !config.isProduction }),
     ...(config.isProduction ? [refuseSimpleTextGets(sendsText)] : []),
     authenticate(auth, graphqlAuthFailure),
-    persistedDocuments(pipeline),
+    documents.middleware,
     ...(resultCache ? [resultCache.middleware(contextOf)] : []),
-    apolloMiddleware(apollo, async ({ req, res }) => contextOf(req, res)),
+    apolloMiddleware(apollo, async ({ req, res }) => contextOf(req, res), documents.handOff),
   ];
   // Other paths under /graphql (a trailing slash, another case) take the same steps through Express's router.
   const router = express.Router().use('/', ...steps);

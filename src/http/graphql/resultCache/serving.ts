@@ -81,7 +81,7 @@ export function createServing(deps: {
         const ctx = context(req, res);
         // Apollo's context function takes this one, so the ticket and any admission made here go with it.
         res.locals.graphqlContext = ctx;
-        const described = keying.describe(req, res.locals.graphqlParams, ctx.principal);
+        const described = keying.describe(req, res.locals.graphqlParams, ctx.principal, res.locals.graphqlHash);
         if (!described || flights.isMutation(described.operation)) return next();
         const serve = (entry: Entry) =>
           pipeline.admit(entry.document, entry.operation, entry.variables, ctx).then((admission) => {
