@@ -252,6 +252,8 @@ const PEERS: readonly { name: string; script: string; env?: Record<string, strin
   // The stack this app is built on, bare: what Apollo Server 5 on Express 5 costs before any of the app's own work.
   { name: 'apollo', script: './peers/apollo.ts' },
   { name: 'apollo+jit', script: './peers/apollo.ts', env: { BENCH_APOLLO_JIT: '1' } },
+  // The same stack on this app's request path (front door, hash once, Apollo by hash, jit), with none of its features.
+  { name: 'apollo-minimal', script: './peers/apolloMinimal.ts' },
 ];
 const PEER_SCENARIOS = new Set(['recentOrders-20', 'recentOrders-100', 'order-by-id']);
 
