@@ -558,7 +558,15 @@ async function main(): Promise<number> {
   }
   if (options.peers) {
     for (const { name, script, env } of PEERS) {
-      const child = await startChild(name, script, { DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema, ...env });
+      // Its own folder: each profiler numbers its files from 1 (app-1.cpuprofile).
+      const profiled =
+        name === 'mercurius+jit' && options.profile ? { BENCH_PROFILE_DIR: join(profileDir, 'mercurius') } : {};
+      const child = await startChild(name, script, {
+        DATABASE_URL: databaseUrl,
+        DATABASE_SCHEMA: schema,
+        ...env,
+        ...profiled,
+      });
       log(`${name} listening at ${child.ready.url}`);
       peerChildren.push([name, child]);
     }
@@ -582,11 +590,22 @@ async function main(): Promise<number> {
       for (const [name, peer] of peerChildren) {
         if (label !== 'production' || (name !== 'compare' && !PEER_SCENARIOS.has(scenario.name))) continue;
         const expectBody = await checkPeer(scenario, name, peer.ready.url, check.floorBody);
+        const profiled = options.profile && name === 'mercurius+jit';
         const p = await measure(
           peer,
           { ...scenario.request(peer.ready.url), expectBody, normalize: ignoreBudgetCountdown },
-          false,
+          profiled,
         );
+        if (p.result.profile) {
+          const path = join(profileDir, `${name}-${scenario.name}.cpuprofile`);
+          await rename(p.result.profile, path);
+          profiles.push({
+            scenario: `${name} ${scenario.name}`,
+            path,
+            summary: await summarizeProfile(path, 20),
+            usPerRequest: p.result.cpuUsPerRequest,
+          });
+        }
         peerProblems.push(
           ...p.warmupProblems.map((x) => `${name} ${x}`),
           ...problemsOf('floor', p.result).map((x) => x.replace(/^floor/, name)),
