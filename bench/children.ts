@@ -33,6 +33,7 @@ const BUILT_CHILDREN = [
   'peers/mercurius.ts',
   'peers/yoga.ts',
   'peers/apollo.ts',
+  'peers/apolloMinimal.ts',
 ];
 const builtDir = fileURLToPath(new URL('./results/children/', import.meta.url));
 let built = false;

@@ -273,6 +273,8 @@ const PEERS: readonly { name: string; script: string; env?: Record<string, strin
   // The stack this app is built on, bare: what Apollo Server 5 on Express 5 costs before any of the app's own work.
   { name: 'apollo', script: './peers/apollo.ts' },
   { name: 'apollo+jit', script: './peers/apollo.ts', env: { BENCH_APOLLO_JIT: '1' } },
+  // The same stack on this app's request path (front door, hash once, Apollo by hash, jit), with none of its features.
+  { name: 'apollo-minimal', script: './peers/apolloMinimal.ts' },
 ];
 const PEER_SCENARIOS = new Set(['recentOrders-20', 'recentOrders-100', 'order-by-id']);
 
@@ -582,7 +584,15 @@ async function main(): Promise<number> {
   }
   if (options.peers) {
     for (const { name, script, env } of PEERS) {
-      const child = await startChild(name, script, { DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema, ...env });
+      // Its own folder: each profiler numbers its files from 1 (app-1.cpuprofile).
+      const profiled =
+        name === 'mercurius+jit' && options.profile ? { BENCH_PROFILE_DIR: join(profileDir, 'mercurius') } : {};
+      const child = await startChild(name, script, {
+        DATABASE_URL: databaseUrl,
+        DATABASE_SCHEMA: schema,
+        ...env,
+        ...profiled,
+      });
       log(`${name} listening at ${child.ready.url}`);
       peerChildren.push([name, child]);
     }
@@ -606,11 +616,22 @@ async function main(): Promise<number> {
       for (const [name, peer] of peerChildren) {
         if (label !== 'production' || (name !== 'compare' && !PEER_SCENARIOS.has(scenario.name))) continue;
         const expectBody = await checkPeer(scenario, name, peer.ready.url, check.floorBody);
+        const profiled = options.profile && name === 'mercurius+jit';
         const p = await measure(
           peer,
           { ...scenario.request(peer.ready.url), expectBody, normalize: ignoreBudgetCountdown },
-          false,
+          profiled,
         );
+        if (p.result.profile) {
+          const path = join(profileDir, `${name}-${scenario.name}.cpuprofile`);
+          await rename(p.result.profile, path);
+          profiles.push({
+            scenario: `${name} ${scenario.name}`,
+            path,
+            summary: await summarizeProfile(path, 20),
+            usPerRequest: p.result.cpuUsPerRequest,
+          });
+        }
         peerProblems.push(
           ...p.warmupProblems.map((x) => `${name} ${x}`),
           ...problemsOf('floor', p.result).map((x) => x.replace(/^floor/, name)),

@@ -7,7 +7,13 @@ import { createDirectoryAccess } from './domain/directoryAccess.js';
 import type { DirectoryChanges } from './domain/ports.js';
 import { createServices } from './domain/services.js';
 import { createAuthRouter, favicon, homeRoute } from './http/browser/index.js';
-import { createEventChannel, createGraphiqlRouter, createGraphqlRouter, GRAPHIQL_PATH } from './http/graphql/index.js';
+import {
+  createEventChannel,
+  createGraphiqlRouter,
+  createGraphqlRouter,
+  frontDoor,
+  GRAPHIQL_PATH,
+} from './http/graphql/index.js';
 import {
   authCookies,
   createRateBudget,
@@ -97,15 +103,20 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
   const probe = probes({ db, redis, draining: () => draining });
   const app = express();
   app.disable('x-powered-by');
-  // First, so that everything after it (the request log included) runs inside the request's span.
-  if (tracing.enabled) app.use(traceRequests());
-  app.use(securityHeaders());
   // Resources set strong validators of their own; hashing every body for a weak one costs time.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
-  app.use(requestLog(logger, { sample: config.requestLogSample }));
-  app.use(recordRequests(metrics));
-  if (config.corsOrigins.length) app.use(crossOrigin(config.corsOrigins));
+  const everyRequest = [
+    // First, so that everything after it (the request log included) runs inside the request's span.
+    ...(tracing.enabled ? [traceRequests()] : []),
+    securityHeaders(),
+    requestLog(logger, { sample: config.requestLogSample }),
+    recordRequests(metrics),
+    ...(config.corsOrigins.length ? [crossOrigin(config.corsOrigins)] : []),
+  ];
+  // GraphQL over HTTP, the busiest path, through one layer: these same steps, then its own (frontDoor.ts).
+  app.use(frontDoor('/graphql', [...everyRequest, ...graphql.steps], routeNotFound));
+  app.use(...everyRequest);
 
   // Where a browser lands after signing in or out, and where a new user looks first.
   app.get(

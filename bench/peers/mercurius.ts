@@ -5,6 +5,7 @@
 import Fastify from 'fastify';
 import mercurius from 'mercurius';
 import { reportFailure, serveParent } from '../ipc.js';
+import { createProfiler } from '../profiler.js';
 import { createPeerData, typeDefs } from './shared.js';
 
 try {
@@ -23,10 +24,16 @@ try {
   });
   app.get('/metrics', (_request, reply) => reply.type('text/plain; version=0.0.4').send(data.metricsText()));
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  serveParent({ url }, async () => {
-    await app.close();
-    await data.close();
-  });
+  // With --profile, its CPU profile goes beside the app's (bench/README.md shows both).
+  const profiler = process.env.BENCH_PROFILE_DIR ? createProfiler(process.env.BENCH_PROFILE_DIR) : null;
+  serveParent(
+    { url },
+    async () => {
+      await app.close();
+      await data.close();
+    },
+    profiler ? { 'profile-start': profiler.start, 'profile-stop': profiler.stop } : {},
+  );
 } catch (error) {
   reportFailure(error);
 }

@@ -15,38 +15,51 @@ export function groupBy<T>(values: readonly T[], key: (v: T) => string): Map<str
 
 /**
  * Batching loaders for one request. They cache per request only, and carry no authorization:
- * callers pass ids of records the domain has already let them see.
+ * callers pass ids of records the domain has already let them see. Each is made on first use: most requests
+ * (a product list, a mutation, one order) need one loader or none.
  */
 export function createLoaders(repos: Pick<Repositories, 'customers' | 'orders'>) {
+  let customer: DataLoader<string, Customer | null> | undefined;
+  let order: DataLoader<string, Order | null> | undefined;
+  let orderItems: DataLoader<string, OrderItem[]> | undefined;
+  let customerOrders: DataLoader<{ customerId: string; first: number }, Order[], string> | undefined;
   return {
-    customer: new DataLoader<string, Customer | null>(async (ids) => {
-      const byId = new Map((await repos.customers.byIds(ids)).map((c) => [c.id, c]));
-      return ids.map((id) => byId.get(id) ?? null);
-    }),
-    order: new DataLoader<string, Order | null>(async (ids) => {
-      const byId = new Map((await repos.orders.byIds(ids)).map((o) => [o.id, o]));
-      return ids.map((id) => byId.get(id) ?? null);
-    }),
-    orderItems: new DataLoader<string, OrderItem[]>(async (orderIds) => {
-      const byOrder = groupBy(await repos.orders.itemsOf(orderIds), (i) => i.orderId);
-      return orderIds.map((id) => byOrder.get(id) ?? []);
-    }),
-    customerOrders: new DataLoader<{ customerId: string; first: number }, Order[], string>(
-      async (keys) => {
-        const results = new Map<string, Order[]>();
-        for (const [first, group] of groupBy(keys, (k) => String(k.first))) {
-          const orders = await repos.orders.listOfCustomers(
-            group.map((k) => k.customerId),
-            Number(first),
-          );
-          for (const [customerId, list] of groupBy(orders, (o) => o.customerId)) {
-            results.set(`${customerId}:${first}`, list);
+    get customer() {
+      return (customer ??= new DataLoader<string, Customer | null>(async (ids) => {
+        const byId = new Map((await repos.customers.byIds(ids)).map((c) => [c.id, c]));
+        return ids.map((id) => byId.get(id) ?? null);
+      }));
+    },
+    get order() {
+      return (order ??= new DataLoader<string, Order | null>(async (ids) => {
+        const byId = new Map((await repos.orders.byIds(ids)).map((o) => [o.id, o]));
+        return ids.map((id) => byId.get(id) ?? null);
+      }));
+    },
+    get orderItems() {
+      return (orderItems ??= new DataLoader<string, OrderItem[]>(async (orderIds) => {
+        const byOrder = groupBy(await repos.orders.itemsOf(orderIds), (i) => i.orderId);
+        return orderIds.map((id) => byOrder.get(id) ?? []);
+      }));
+    },
+    get customerOrders() {
+      return (customerOrders ??= new DataLoader<{ customerId: string; first: number }, Order[], string>(
+        async (keys) => {
+          const results = new Map<string, Order[]>();
+          for (const [first, group] of groupBy(keys, (k) => String(k.first))) {
+            const orders = await repos.orders.listOfCustomers(
+              group.map((k) => k.customerId),
+              Number(first),
+            );
+            for (const [customerId, list] of groupBy(orders, (o) => o.customerId)) {
+              results.set(`${customerId}:${first}`, list);
+            }
           }
-        }
-        return keys.map((k) => results.get(`${k.customerId}:${k.first}`) ?? []);
-      },
-      { cacheKeyFn: (k) => `${k.customerId}:${k.first}` },
-    ),
+          return keys.map((k) => results.get(`${k.customerId}:${k.first}`) ?? []);
+        },
+        { cacheKeyFn: (k) => `${k.customerId}:${k.first}` },
+      ));
+    },
   };
 }
 

@@ -20,6 +20,8 @@ export const POOL_SIZE = 10;
 
 /** A TCP connection to the database that is not established by then is given up: the server is not there. */
 const TCP_CONNECT_TIMEOUT_MS = 500;
+/** At most this many distinct SQL texts become named prepared statements (see `statement`). */
+const MAX_NAMED = 500;
 /** While the circuit is open, a probe tries to connect this often. */
 const PROBE_EVERY_MS = 500;
 const PROBE_QUERY_TIMEOUT_MS = 2_000;
@@ -108,10 +110,13 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
     { viaCircuit = true } = {},
   ): Promise<T> {
     if (viaCircuit) circuit.check();
+    // The fast path: with the circuit closed and an idle client in the pool, connect() hands that client over
+    // without touching the network, so there is nothing for the circuit to fail early and no waiter to register.
+    const waits = viaCircuit && pool.idleCount === 0;
     const connecting = pool.connect();
     let client: pg.PoolClient;
     try {
-      client = viaCircuit ? await circuit.wait(connecting, (late) => late.release()) : await connecting;
+      client = waits ? await circuit.wait(connecting, (late) => late.release()) : await connecting;
     } catch (error) {
       if (isDatabaseUnavailable(error) && !SLOW_NOT_DOWN.test((error as Error).message)) circuit.trip(error);
       return translateDatabaseError(error);
@@ -128,6 +133,21 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
       client.release(discarded);
     }
   }
+
+  /**
+   * Named prepared statements: PostgreSQL parses and plans a named statement once per connection and then only binds
+   * and executes it, where an unnamed one is parsed and planned on every call. The program's SQL is a fixed set of
+   * texts with parameters, each named once; past MAX_NAMED texts (SQL built at run time, were there any) statements stay unnamed, so
+   * no connection keeps an unbounded number of them.
+   */
+  const names = new Map<string, string>();
+  const statement = (text: string, params?: readonly unknown[]): pg.QueryConfig => {
+    // Without parameters pg sends the text by the simple protocol, which also runs several commands (migrations).
+    if (!params?.length) return { text };
+    let name = names.get(text);
+    if (name === undefined && names.size < MAX_NAMED) names.set(text, (name = `s${names.size}`));
+    return { text, values: params as unknown[], ...(name ? { name } : {}) };
+  };
 
   const server = new URL(url);
   // Statement spans' attributes (OpenTelemetry's PostgreSQL conventions: the namespace is database|schema).
@@ -149,7 +169,7 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
       db.onStatement?.();
       return withClient(async (client) => {
         const result = await traced(sql, engine, () =>
-          client.query(sql, params as unknown[] | undefined).catch(translateDatabaseError),
+          client.query(statement(sql, params)).catch(translateDatabaseError),
         );
         return result.rows as R[];
       });
@@ -157,7 +177,7 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       return withClient(async (client, discard) => {
         const run = (sql: string, params?: readonly unknown[]) =>
-          client.query(sql, params as unknown[] | undefined).catch(translateDatabaseError);
+          client.query(statement(sql, params)).catch(translateDatabaseError);
         const tx: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
             db.onStatement?.();

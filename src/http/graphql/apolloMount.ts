@@ -15,12 +15,21 @@ function searchOf(url: string): string {
  * Apollo Server on Express 5: what `expressMiddleware` of @as-integrations/express5 does, for less per request. The
  * query string is cut from the URL instead of parsed by the legacy url.parse() (whose escaping Apollo's
  * URLSearchParams undoes anyway), and the request headers are copied into Apollo's HeaderMap without a list of
- * entries. The answer is written the same way: its headers and status, then `res.send` for a complete body, chunk by
- * chunk for an incremental one.
+ * entries. The answer is written once: its headers, status and length in one head and the string in one end for a
+ * complete body, chunk by chunk for an incremental one.
  */
 export function apolloMiddleware<TContext extends BaseContext>(
   server: ApolloServer<TContext>,
   context: (args: { req: Request; res: Response }) => Promise<TContext>,
+  /** What Apollo gets of the request: its body and query string (persistedDocuments.ts names documents by hash). */
+  handOff: (req: Request, res: Response, search: string) => { body: unknown; search: string } = (
+    req,
+    _res,
+    search,
+  ) => ({
+    body: req.body,
+    search,
+  }),
 ): RequestHandler {
   server.assertStarted('apolloMiddleware()');
   return async (req, res) => {
@@ -38,12 +47,8 @@ export function apolloMiddleware<TContext extends BaseContext>(
       const value = incoming[key];
       if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
     }
-    const httpGraphQLRequest: HTTPGraphQLRequest = {
-      method: req.method.toUpperCase(),
-      headers,
-      search: searchOf(req.url),
-      body: req.body,
-    };
+    const { body, search } = handOff(req, res, searchOf(req.url));
+    const httpGraphQLRequest: HTTPGraphQLRequest = { method: req.method.toUpperCase(), headers, search, body };
     const execute = () =>
       server.executeHTTPGraphQLRequest({
         httpGraphQLRequest,
@@ -53,11 +58,14 @@ export function apolloMiddleware<TContext extends BaseContext>(
     // known, and hangs parse, validate and execute under it).
     const response = await (tracing.enabled ? tracing.inSpan(OPERATION_SPAN, {}, execute) : execute());
     for (const [key, value] of response.headers) res.setHeader(key, value);
-    res.statusCode = response.status || 200;
     if (response.body.kind === 'complete') {
-      res.send(response.body.string);
+      // Written once: the head with its length, then the string (res.send would copy a long one into a Buffer).
+      const body = response.body.string;
+      res.writeHead(response.status || 200, { 'content-length': Buffer.byteLength(body) });
+      res.end(body);
       return;
     }
+    res.statusCode = response.status || 200;
     for await (const chunk of response.body.asyncIterator) {
       res.write(chunk);
       const flushable = res as Response & { flush?: () => void };

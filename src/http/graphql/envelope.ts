@@ -48,15 +48,12 @@ export function graphqlEnvelope(opts: { bodyLimit: string; landingPage: boolean 
           `${req.method} is not supported here; use GET or POST.`,
           'METHOD_NOT_ALLOWED',
           {
-            status: 405,
-            headers: { Allow: 'GET, POST' },
+            Allow: 'GET, POST',
           },
         );
       }
       if (responseMediaType(req) === false && !(opts.landingPage && req.method === 'GET' && req.accepts('html'))) {
-        return sendGraphqlError(req, res, `Accept ${JSON_TYPE} or ${GRAPHQL_RESPONSE_TYPE}.`, 'NOT_ACCEPTABLE', {
-          status: 406,
-        });
+        return sendGraphqlError(req, res, `Accept ${JSON_TYPE} or ${GRAPHQL_RESPONSE_TYPE}.`, 'NOT_ACCEPTABLE');
       }
       if (req.method === 'GET') return checkGet(req, res, next, opts.landingPage);
       const contentType = req.headers['content-type'];
@@ -67,8 +64,7 @@ export function graphqlEnvelope(opts: { bodyLimit: string; landingPage: boolean 
           `POST requests must send Content-Type: ${JSON_TYPE}.`,
           'UNSUPPORTED_MEDIA_TYPE',
           {
-            status: 415,
-            headers: { 'Accept-Post': JSON_TYPE },
+            'Accept-Post': JSON_TYPE,
           },
         );
       }
@@ -79,26 +75,19 @@ export function graphqlEnvelope(opts: { bodyLimit: string; landingPage: boolean 
       // Already answered: a body the server cut off (408) has nothing more to say.
       if (res.headersSent) return next(error);
       if (error.type === 'entity.too.large') {
-        return sendGraphqlError(req, res, `The request body is larger than ${opts.bodyLimit}.`, 'PAYLOAD_TOO_LARGE', {
-          status: 413,
-        });
+        return sendGraphqlError(req, res, `The request body is larger than ${opts.bodyLimit}.`, 'PAYLOAD_TOO_LARGE');
       }
       if (error.type === 'entity.parse.failed') {
         return sendGraphqlError(req, res, 'The request body is not valid JSON.', 'BAD_REQUEST');
       }
       // jsonBodyParser refuses any declared charset but UTF-8, before reading the body.
       if (error.type === 'charset.unsupported') {
-        return sendGraphqlError(req, res, 'Request bodies must be UTF-8 encoded.', 'UNSUPPORTED_MEDIA_TYPE', {
-          status: 415,
-        });
+        return sendGraphqlError(req, res, 'Request bodies must be UTF-8 encoded.', 'UNSUPPORTED_MEDIA_TYPE');
       }
       // A content coding not read here (zstd): 415 naming those that are (RFC 9110 §15.5.16).
       if (error.type === 'encoding.unsupported') {
         const refused = unreadableRequest(error, opts.bodyLimit)!;
-        return sendGraphqlError(req, res, refused.detail, 'UNSUPPORTED_MEDIA_TYPE', {
-          status: 415,
-          headers: { ...refused.headers },
-        });
+        return sendGraphqlError(req, res, refused.detail, 'UNSUPPORTED_MEDIA_TYPE', refused.headers);
       }
       if (error.status && error.status >= 400 && error.status < 500) {
         return sendGraphqlError(req, res, 'The request body could not be read.', 'BAD_REQUEST');

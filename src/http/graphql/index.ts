@@ -5,4 +5,5 @@
 export { createEventChannel } from './eventChannel.js';
 export { createGraphiqlRouter, GRAPHIQL_PATH } from './graphiql.js';
 export { createResultCache, type ResultCache, type ResultCacheOptions } from './resultCache/index.js';
+export { frontDoor } from './frontDoor.js';
 export { createGraphqlRouter } from './router.js';

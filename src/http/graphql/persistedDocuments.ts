@@ -1,13 +1,31 @@
+import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
 import type { NextFunction, Request, Response } from 'express';
 import type { GraphQLError } from 'graphql';
-import { namedHash, sha256, type Pipeline } from '../pipeline/index.js';
-import { codeOf, mediaTypeFor, sendGraphqlError } from '../problems/index.js';
+import { namedHash, sha256, type GraphqlParams, type Pipeline } from '../pipeline/index.js';
+import { codeOf, mediaTypeFor, requestErrorStatus, sendGraphqlError, writeAnswer } from '../problems/index.js';
+
+declare module 'express-serve-static-core' {
+  interface Locals {
+    /** The sha256 of the request's document (of its text, or the hash it names), worked out once, here. */
+    graphqlHash?: string;
+  }
+}
+
+/** Apollo prefixes its persisted-query keys so (pipeline.ts reads the same entries). */
+const APQ_PREFIX = 'apq:';
+/** Texts handed to Apollo and not yet read back: a request Apollo refused early leaves one; they are few. */
+const MAX_IN_FLIGHT = 1000;
 
 /**
- * Before Apollo: a `documentId` becomes the persisted-query extension Apollo knows; a hash that does not
- * match its text, or an untrusted text in trusted-documents mode, is refused with its own code; a text
- * over the static limits is refused before Apollo's full validation. Apollo then looks hashes up in the
- * pipeline's document store and validates with the pipeline's rules, limits included.
+ * Persisted documents, and the document's hash worked out once for the whole request. Before Apollo: a hash that
+ * does not match its text, or an untrusted text in trusted-documents mode, is refused with its own code; a text over
+ * the static limits is refused before Apollo's full validation. The hash goes on in `res.locals.graphqlHash` (the
+ * result cache keys by it).
+ *
+ * Apollo is then reached by hash alone (`handOff`): a text's request becomes a persisted-query lookup of its hash,
+ * which `cache` answers with that very text, so Apollo neither hashes the text again nor, for a document it has
+ * validated before, parses it. A `documentId` becomes the persisted-query extension Apollo knows. A registration
+ * (a text with its hash) is left as the client sent it: Apollo checks and stores it, as APQ asks.
  */
 export function persistedDocuments(pipeline: Pipeline) {
   // Hashes of texts that passed the static limits lately, so a popular query is not parsed twice per request.
@@ -16,20 +34,22 @@ export function persistedDocuments(pipeline: Pipeline) {
     if (screened.size >= 1000) screened.delete(screened.values().next().value!);
     screened.add(key);
   };
-  /** A request error as Apollo would send it: 200 for application/json, 400 for graphql-response+json. */
+  /** Texts handed to Apollo by hash, each read back once per request that handed it (the count). */
+  const inFlight = new Map<string, { text: string; count: number }>();
+
+  /** A request error as Apollo would send it, with the status requestErrorStatus gives. */
   const sendRequestErrors = (req: Request, res: Response, errors: GraphQLError[]) => {
     const type = mediaTypeFor(req.headers.accept) || 'application/json';
     res.vary('Accept');
-    res
-      .status(type === 'application/json' ? 200 : 400)
-      .type(`${type}; charset=utf-8`)
-      .send(JSON.stringify({ errors: pipeline.formatErrors(errors) }));
+    writeAnswer(res, requestErrorStatus(type, 400), type, JSON.stringify({ errors: pipeline.formatErrors(errors) }));
   };
-  return (req: Request, res: Response, next: NextFunction) => {
+
+  const middleware = (req: Request, res: Response, next: NextFunction) => {
     const params = res.locals.graphqlParams;
     const text = params.query !== undefined && params.query !== '' ? params.query : undefined;
-    const key = text && sha256(text);
-    const problem = pipeline.checkSource(params, key);
+    const key = text ? sha256(text) : namedHash(params);
+    res.locals.graphqlHash = key;
+    const problem = pipeline.checkSource(params, text && key);
     if (problem) return sendGraphqlError(req, res, problem.message, codeOf(problem));
     if (text && key && !screened.has(key)) {
       const { errors } = pipeline.screen(text);
@@ -37,21 +57,51 @@ export function persistedDocuments(pipeline: Pipeline) {
       if (errors?.[0]?.extensions.code === 'GRAPHQL_VALIDATION_FAILED') return sendRequestErrors(req, res, errors);
       if (!errors) remember(key);
     }
-    const hash = namedHash(params);
-    // Apollo takes an empty query with a hash for a mismatch; without text, the hash alone names the document.
-    if (hash !== undefined && !text) {
-      const persistedQuery = { version: 1, sha256Hash: hash };
-      if (req.method === 'GET') {
-        const url = new URL(req.url, 'http://x');
-        url.searchParams.delete('documentId');
-        url.searchParams.delete('query');
-        url.searchParams.set('extensions', JSON.stringify({ ...params.extensions, persistedQuery }));
-        req.url = url.pathname + url.search;
-      } else {
-        const { documentId: _id, query: _query, ...rest } = params;
-        req.body = { ...rest, extensions: { ...rest.extensions, persistedQuery } };
-      }
-    }
     next();
   };
+
+  /** Apollo's persisted-query store: a text this request handed over, else the pipeline's documents. */
+  const cache: KeyValueCache<string> = {
+    get: async (key) => {
+      const handed = inFlight.get(key.slice(APQ_PREFIX.length));
+      if (!handed) return pipeline.documents.get(key);
+      if (--handed.count === 0) inFlight.delete(key.slice(APQ_PREFIX.length));
+      return handed.text;
+    },
+    set: (key, value, options) => pipeline.documents.set(key, value, options),
+    delete: (key) => pipeline.documents.delete(key),
+  };
+
+  /** What Apollo gets of a request: its body (POST) or query string (GET), naming the document by hash alone. */
+  function handOff(req: Request, res: Response, search: string): { body: unknown; search: string } {
+    const params = res.locals.graphqlParams;
+    const hash = res.locals.graphqlHash;
+    const text = params.query !== undefined && params.query !== '' ? params.query : undefined;
+    // A registration, or no document at all: Apollo sees what the client sent.
+    if (hash === undefined || (text !== undefined && namedHash(params) !== undefined))
+      return { body: req.body, search };
+    if (text !== undefined) {
+      const handed = inFlight.get(hash);
+      if (handed) handed.count++;
+      else {
+        if (inFlight.size >= MAX_IN_FLIGHT) inFlight.delete(inFlight.keys().next().value!);
+        inFlight.set(hash, { text, count: 1 });
+      }
+    }
+    const extensions = { ...params.extensions, persistedQuery: { version: 1, sha256Hash: hash } };
+    if (req.method === 'GET') return { body: req.body, search: searchOf(params, extensions) };
+    const { documentId: _id, query: _query, sentJsonLength: _length, ...rest } = params;
+    return { body: { ...rest, extensions }, search };
+  }
+
+  return { middleware, cache, handOff };
+}
+
+/** A GET's parameters for Apollo, which parses them again from the query string. */
+function searchOf(params: GraphqlParams, extensions: Record<string, unknown>): string {
+  const search = new URLSearchParams();
+  if (typeof params.operationName === 'string') search.set('operationName', params.operationName);
+  if (params.variables != null) search.set('variables', JSON.stringify(params.variables));
+  search.set('extensions', JSON.stringify(extensions));
+  return `?${search.toString()}`;
 }

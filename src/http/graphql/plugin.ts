@@ -13,7 +13,16 @@ import {
   type createPolicyCache,
   type Pipeline,
 } from '../pipeline/index.js';
-import { isUnavailable, isUnexpected, mediaTypeFor, RETRY_LATER, UNAVAILABLE_STATUS } from '../problems/index.js';
+import {
+  codeOf,
+  isUnavailable,
+  isUnexpected,
+  mediaTypeFor,
+  PROBLEM_TYPES,
+  requestErrorStatus,
+  RETRY_LATER,
+  UNAVAILABLE_STATUS,
+} from '../problems/index.js';
 import type { ResultCache } from './resultCache/index.js';
 import { tracing } from '../../tracing.js';
 
@@ -56,7 +65,7 @@ export function protocolPlugin(
         overallCachePolicy.restrict(policies.policyOf(document, operation, request.variables));
         return;
       }
-      const status = admission.error.extensions.code === 'RATE_LIMITED' ? 429 : 400;
+      const status = PROBLEM_TYPES[codeOf(admission.error)].status;
       throw new GraphQLError(admission.error.message, {
         extensions: {
           ...admission.error.extensions,
@@ -92,6 +101,9 @@ export function protocolPlugin(
         response.http.headers.delete('ratelimit-policy');
       }
       if (response.body.kind !== 'single') return;
+      // The media type the envelope negotiated already: set in the head, Apollo does not negotiate it again.
+      const mediaType = mediaTypeFor(request.http?.headers.get('accept'));
+      if (mediaType) response.http.headers.set('content-type', `${mediaType}; charset=utf-8`);
       const { errors, data } = response.body.singleResult;
       const cost = pipeline.costOf(contextValue);
       if (cost) response.body.singleResult.extensions = { ...response.body.singleResult.extensions, cost };
@@ -109,10 +121,9 @@ export function protocolPlugin(
         response.http.headers.set('retry-after', RETRY_LATER['Retry-After']);
         return;
       }
-      // A request error (no `data`) is 200 for application/json, as the GraphQL-over-HTTP spec says;
-      // Apollo answers 400 regardless. Other statuses (405 for a GET mutation) stay as they are.
-      if (data === undefined && errors?.length && (response.http.status ?? 200) === 400) {
-        if (mediaTypeFor(request.http?.headers.get('accept')) === 'application/json') response.http.status = 200;
+      // A request error (no `data`): Apollo answers 400 whatever the media type; requestErrorStatus has the rule.
+      if (data === undefined && errors?.length && response.http.status !== undefined) {
+        response.http.status = requestErrorStatus(mediaType, response.http.status);
       }
     },
   };

@@ -1,6 +1,7 @@
 import { ApolloServer } from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
@@ -23,6 +24,7 @@ import type { Metrics } from '../observability/index.js';
 import { createJitExecutor, createPolicyCache, type Pipeline } from '../pipeline/index.js';
 import { apolloMiddleware } from './apolloMount.js';
 import { graphqlEnvelope, isLandingPageRequest } from './envelope.js';
+import type { Step } from './frontDoor.js';
 import { withGraphiqlLink } from './graphiql.js';
 import { persistedDocuments } from './persistedDocuments.js';
 import { protocolPlugin, tracingPlugin } from './plugin.js';
@@ -52,12 +54,14 @@ export async function createGraphqlRouter(deps: {
   trustedOrigins: ReadonlySet<string>;
   /** RESULT_CACHE=on: stored query responses, answered before Apollo. */
   resultCache?: ResultCache;
-}): Promise<{ router: express.Router; stop(): Promise<void> }> {
+}): Promise<{ steps: Step[]; router: express.Router; stop(): Promise<void> }> {
   const { config, services, auth, metrics, logger, pipeline, resultCache } = deps;
   const { session } = auth;
   const policies = createPolicyCache(deps.schema);
   // Queries and mutations run as compiled code; Apollo parses, validates and admits them first, as always.
   const jit = createJitExecutor(deps.schema);
+  // Checks the document's source once and hands it to Apollo by hash (persistedDocuments.ts).
+  const documents = persistedDocuments(pipeline);
   const apollo = new ApolloServer<Context>({
     gateway: jit.gateway,
     // The pipeline's rules refuse introspection in production, on every transport alike.
@@ -80,7 +84,7 @@ export async function createGraphqlRouter(deps: {
       error: (m) => logger.error(m),
     },
     // Persisted queries are content-addressed; a day's TTL and the pipeline's bounds keep the store small.
-    persistedQueries: { ttl: 86_400, cache: pipeline.documents },
+    persistedQueries: { ttl: 86_400, cache: documents.cache },
     // A parsed document keeps its whole source alive (loc.source) while Apollo's default sizing counts only the
     // AST, so comment-padded documents could fill memory unseen; the source is counted too.
     documentStore: new InMemoryLRUCache<DocumentNode>({
@@ -92,6 +96,8 @@ export async function createGraphqlRouter(deps: {
       ...(tracing.enabled ? [tracingPlugin()] : []),
       // Its per-field hooks cost more than the execution they watch; the policy comes from the document instead.
       ApolloServerPluginCacheControlDisabled(),
+      // Apollo adds it unasked, and calls its requestDidStart on every request only for it to find nothing to do.
+      ApolloServerPluginInlineTraceDisabled(),
       config.isProduction
         ? ApolloServerPluginLandingPageDisabled()
         : withGraphiqlLink(ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true })),
@@ -105,18 +111,20 @@ export async function createGraphqlRouter(deps: {
       createContext(services, res.locals.principal, String(req.id), () => req.log),
       req.ip,
     );
-  const router = express.Router();
-  router.use(
-    '/',
+  // The path of a request to /graphql, step by step (the app's front door runs them after its own, frontDoor.ts).
+  const steps: Step[] = [
     // Without browser sessions no cookie authenticates anything, so there is nothing to forge.
     ...(session ? [refuseCookieCsrf(session.cookieName, isLandingPageRequest)] : []),
     refuseForeignOrigins(deps.trustedOrigins),
+    // Method, media types, the body and the parameters, parsed once into res.locals.graphqlParams.
     ...graphqlEnvelope({ bodyLimit: '100kb', landingPage: !config.isProduction }),
     ...(config.isProduction ? [refuseSimpleTextGets(sendsText)] : []),
     authenticate(auth, graphqlAuthFailure),
-    persistedDocuments(pipeline),
+    documents.middleware,
     ...(resultCache ? [resultCache.middleware(contextOf)] : []),
-    apolloMiddleware(apollo, async ({ req, res }) => contextOf(req, res)),
-  );
-  return { router, stop: () => apollo.stop() };
+    apolloMiddleware(apollo, async ({ req, res }) => contextOf(req, res), documents.handOff),
+  ];
+  // Other paths under /graphql (a trailing slash, another case) take the same steps through Express's router.
+  const router = express.Router().use('/', ...steps);
+  return { steps, router, stop: () => apollo.stop() };
 }

@@ -29,8 +29,7 @@ export type AuthFailure = (
 /** Refused credentials on a GraphQL transport: a GraphQL error body with the status and the challenge. */
 export const graphqlAuthFailure: AuthFailure = (req, res, status, challenge, detail) =>
   sendGraphqlError(req, res, detail, status === 503 ? 'SERVICE_UNAVAILABLE' : 'UNAUTHENTICATED', {
-    status,
-    headers: { 'WWW-Authenticate': challenge },
+    'WWW-Authenticate': challenge,
   });
 
 /** Refused credentials on REST: problem details with the status and the challenge. */

@@ -39,7 +39,6 @@ export function refuseCookieCsrf(sessionCookie: string, exempt: (req: Request) =
       'This request carries the session cookie but could be a cross-site request forgery. Send Content-Type: ' +
         'application/json, or an Apollo-Require-Preflight or X-Apollo-Operation-Name header.',
       'BAD_REQUEST',
-      { status: 400 },
     );
   };
 }
@@ -78,7 +77,6 @@ export function refuseForeignOrigins(trusted: ReadonlySet<string>) {
       res,
       `Requests that carry a cookie are accepted only from ${[...trusted].join(', ')}.`,
       'FORBIDDEN',
-      { status: 403 },
     );
   };
 }

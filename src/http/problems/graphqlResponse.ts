@@ -1,5 +1,5 @@
 import express, { type Request, type Response } from 'express';
-import { traceIdMember, type ApiErrorCode } from './catalogue.js';
+import { PROBLEM_TYPES, traceIdMember, type ApiErrorCode } from './catalogue.js';
 
 /** The two media types a GraphQL-over-HTTP answer may have (application/json is also the only request body's). */
 export const JSON_TYPE = 'application/json';
@@ -23,24 +23,48 @@ export const responseMediaType = (req: Request) =>
   req.headers.accept ? (req.accepts([JSON_TYPE, GRAPHQL_RESPONSE_TYPE]) as GraphqlMediaType | false) : JSON_TYPE;
 
 /**
- * A GraphQL-over-HTTP answer that is only `{ errors }`, 400 unless told otherwise: how every GraphQL transport on
- * HTTP (/graphql, /graphql/stream) and the checks in front of them refuse a request.
+ * The one rule for a GraphQL request error (the document does not parse or validate, its operation cannot be
+ * resolved or admitted: no `data`): 200 for application/json, as the GraphQL-over-HTTP spec says for that legacy type,
+ * and its own status for application/graphql-response+json. Only a 400 is softened; other statuses (405 for a GET
+ * mutation, 429 for the rate budget) stay. Every transport that answers request errors over HTTP uses it.
+ */
+export function requestErrorStatus(mediaType: GraphqlMediaType | false, status: number): number {
+  return status === 400 && mediaType === JSON_TYPE ? 200 : status;
+}
+
+/**
+ * Writes a GraphQL answer once: its status and head (with the headers set so far) in one writeHead, the body in one
+ * end, without Express's res.send (which copies bodies of 1,000 characters or more into a Buffer first).
+ */
+export function writeAnswer(res: Response, status: number, type: GraphqlMediaType, body: string): void {
+  res.writeHead(status, {
+    'content-type': `${type}; charset=utf-8`,
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+/**
+ * A GraphQL-over-HTTP answer that is only `{ errors }`, with the status the catalogue gives its code: how every
+ * GraphQL transport on HTTP (/graphql, /graphql/stream) and the checks in front of them refuse a request.
  */
 export function sendGraphqlError(
   req: Request,
   res: Response,
   message: string,
   code: ApiErrorCode,
-  opts: { status?: number; headers?: Record<string, string> } = {},
+  headers: Readonly<Record<string, string>> = {},
 ): void {
   const type = responseMediaType(req) || JSON_TYPE;
-  for (const [name, value] of Object.entries(opts.headers ?? {})) res.setHeader(name, value);
+  for (const name in headers) res.setHeader(name, headers[name]!);
   res.vary('Accept');
   res.setHeader('Cache-Control', 'no-store');
-  res
-    .status(opts.status ?? 400)
-    .type(`${type}; charset=utf-8`)
-    .send(JSON.stringify({ errors: [{ message, extensions: { code, ...traceIdMember() } }] }));
+  writeAnswer(
+    res,
+    PROBLEM_TYPES[code].status,
+    type,
+    JSON.stringify({ errors: [{ message, extensions: { code, ...traceIdMember() } }] }),
+  );
 }
 
 /** The code of an error a GraphQL library answered with an HTTP status alone (graphql-sse's protocol errors). */
@@ -87,5 +111,5 @@ export function sendLibraryRefusal(
   }
   res.vary('Accept');
   res.setHeader('Cache-Control', 'no-store');
-  res.status(refusal.status).type(`${type}; charset=utf-8`).send(JSON.stringify({ errors }));
+  writeAnswer(res, refusal.status, type, JSON.stringify({ errors }));
 }

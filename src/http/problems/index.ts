@@ -17,8 +17,10 @@ export {
   GRAPHQL_RESPONSE_TYPE,
   JSON_TYPE,
   mediaTypeFor,
+  requestErrorStatus,
   responseMediaType,
   sendGraphqlError,
+  writeAnswer,
   sendLibraryRefusal,
   type GraphqlMediaType,
 } from './graphqlResponse.js';

@@ -83,9 +83,6 @@ export function refuseUnreadableGraphql(bodyLimit: string) {
   return (error: unknown, req: Request, res: Response, next: NextFunction) => {
     const refused = unreadableRequest(error, bodyLimit);
     if (!refused || res.headersSent) return next(error);
-    sendGraphqlError(req, res, refused.detail, UNREADABLE_GRAPHQL_CODES[refused.status], {
-      status: refused.status,
-      ...(refused.headers ? { headers: { ...refused.headers } } : {}),
-    });
+    sendGraphqlError(req, res, refused.detail, UNREADABLE_GRAPHQL_CODES[refused.status], refused.headers);
   };
 }

@@ -24,7 +24,7 @@ function refuseBadLastEventId(req: Request, res: Response, next: NextFunction) {
   const value = req.get('last-event-id');
   // An empty one is what EventSource sends before it has seen an id: none.
   if (value === undefined || value === '' || isEventId(value)) return next();
-  sendGraphqlError(req, res, `Last-Event-ID ${BAD_EVENT_ID}`, 'BAD_REQUEST', { status: 400 });
+  sendGraphqlError(req, res, `Last-Event-ID ${BAD_EVENT_ID}`, 'BAD_REQUEST');
 }
 
 /**
@@ -220,7 +220,7 @@ export function createSseRouter(deps: {
           res,
           `This replica holds as many streams as it may (${limits.maxPerReplica}); retry shortly.`,
           'SERVICE_UNAVAILABLE',
-          { status: 503, headers: RETRY_LATER },
+          RETRY_LATER,
         );
       }
       return sendGraphqlError(
@@ -229,7 +229,6 @@ export function createSseRouter(deps: {
         `At most ${limits.maxPerUser} streams (WebSocket subscriptions and SSE streams) per user, and ` +
           `${limits.sseAnonymousMaxPerIp} anonymous SSE streams per client address.`,
         'TOO_MANY_SUBSCRIPTIONS',
-        { status: 429 },
       );
     }
     const release = held;

@@ -9,7 +9,7 @@ import {
   type GraphQLSchema,
 } from 'graphql';
 import { isStaff, type Principal } from '../../../domain/policy.js';
-import { namedHash, sha256, type GraphqlParams } from '../../pipeline/index.js';
+import type { GraphqlParams } from '../../pipeline/index.js';
 
 /**
  * Types whose values change with order events: a response that selects one may hold an order. A connection's count
@@ -82,14 +82,19 @@ export function createKeying(deps: {
      * The key of a request that may be answered from the cache, or nothing: only requests in the shapes Apollo
      * accepts, whose document is named by its text or its hash, and whose key stays within the bound.
      */
-    describe(req: Request, params: GraphqlParams, principal: Principal): Described | undefined {
+    describe(
+      req: Request,
+      params: GraphqlParams,
+      principal: Principal,
+      /** The document's sha256, as the front door worked it out (persistedDocuments.ts). */
+      docHash: string | undefined,
+    ): Described | undefined {
       if (req.method === 'GET') {
         // Apollo refuses a GET with another Content-Type; such a request is left to it.
         if (req.headers['content-type'] !== undefined) return undefined;
         if ((params.sentJsonLength ?? 0) > maxKeyBytes) return undefined;
       }
       const operationName = params.operationName ?? '';
-      const docHash = params.query !== undefined && params.query !== '' ? sha256(params.query) : namedHash(params);
       if (docHash === undefined) return undefined;
       const vars = params.variables ?? undefined;
       const key = JSON.stringify([

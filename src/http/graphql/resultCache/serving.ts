@@ -59,13 +59,15 @@ export function createServing(deps: {
   /** The stored response with this request's own cost and rate-limit headers (none on a PUBLIC one, as on a miss). */
   function sendHit(res: Response, entry: Entry, admission: Extract<Admission, { ok: true }>) {
     counters.hits.inc();
-    res.status(200);
     for (const [name, value] of entry.headers) res.setHeader(name, value);
     if (!entry.public) {
       for (const [name, value] of Object.entries(rateLimitHeaders(admission.charge)))
         res.setHeader(name.toLowerCase(), value);
     }
-    res.send(bodyOf(entry.data, entry.extensions, admission.cost));
+    // Written once, as apolloMount.ts writes a miss.
+    const body = bodyOf(entry.data, entry.extensions, admission.cost);
+    res.writeHead(200, { 'content-length': Buffer.byteLength(body) });
+    res.end(body);
   }
 
   return {
@@ -79,7 +81,7 @@ export function createServing(deps: {
         const ctx = context(req, res);
         // Apollo's context function takes this one, so the ticket and any admission made here go with it.
         res.locals.graphqlContext = ctx;
-        const described = keying.describe(req, res.locals.graphqlParams, ctx.principal);
+        const described = keying.describe(req, res.locals.graphqlParams, ctx.principal, res.locals.graphqlHash);
         if (!described || flights.isMutation(described.operation)) return next();
         const serve = (entry: Entry) =>
           pipeline.admit(entry.document, entry.operation, entry.variables, ctx).then((admission) => {
