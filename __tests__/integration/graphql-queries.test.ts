@@ -236,6 +236,22 @@ describe('GraphQL queries', () => {
         'OPERATION_RESOLUTION_FAILURE',
       );
     });
+    test('an operation name the document does not hold, with one operation or two', async () => {
+      for (const document of [
+        'query A { recentOrders { id } }',
+        'query A { recentOrders { id } } query B { products { sku } }',
+      ]) {
+        const res = await server.http
+          .post('/graphql')
+          .set({ 'content-type': 'application/json', accept: 'application/graphql-response+json' })
+          .send(JSON.stringify({ query: document, operationName: 'C' }));
+        assert.equal(res.status, 400);
+        assert.deepEqual(JSON.parse(res.text), {
+          errors: [{ message: 'Unknown operation named "C".', extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } }],
+        });
+        assert.equal(await requestError(document, undefined, 'C'), 'OPERATION_RESOLUTION_FAILURE');
+      }
+    });
     test('an operation nested deeper than the limit', async () => {
       let selection = 'id';
       for (let i = 0; i < 6; i++) selection = `customer { orders { ${selection} } }`;

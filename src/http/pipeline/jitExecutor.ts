@@ -64,6 +64,11 @@ export function createJitExecutor(schema: GraphQLSchema, options: JitOptions = {
     const key = operationName === undefined ? hash : `${hash}\u0000${operationName}`;
     const hit = compiled.get(key);
     if (hit) return hit.query;
+    // graphql-jit runs a document's only operation whatever name was asked for; graphql-js refuses an unknown name,
+    // and Apollo counts on that refusal (with no error it answers 500).
+    if (operationName !== undefined && !getOperationAST(document, operationName)) {
+      return { errors: [new GraphQLError(`Unknown operation named "${operationName}".`)] };
+    }
     const result = compileQuery(schema, document, operationName);
     if (!isCompiledQuery(result)) return result;
     compiled.set(key, { query: result, size: sizeOf(result, document) });
@@ -130,10 +135,11 @@ export function createJitExecutor(schema: GraphQLSchema, options: JitOptions = {
       ran.delete(requestContext.context);
       return Promise.resolve(result) as ReturnType<Executor>;
     }
+    // The name the client asked for: Apollo's operationName is the resolved operation's, null when none resolved.
     return execute(
       requestContext.queryHash,
       requestContext.document,
-      requestContext.operationName ?? undefined,
+      requestContext.request.operationName ?? requestContext.operationName ?? undefined,
       requestContext.request.variables,
       requestContext.context,
     ) as ReturnType<Executor>;
