@@ -65,6 +65,21 @@ describe('the README client recipes, with the real clients', () => {
     alice = await server.token('alice');
     ws = `${server.url.replace(/^http/, 'ws')}/graphql`;
   });
+
+  /**
+   * Once the replica has closed: an order placed while the client waits to retry (the one it must not miss), its
+   * resubscription to the other replica, and an order placed after it; waits until all three have arrived.
+   */
+  async function missThenResume(letRetry: () => void, got: ReturnType<typeof collector>): Promise<[string, string]> {
+    const missed = await place(server, alice);
+    const relistening = server.nextSubscription();
+    letRetry();
+    await relistening;
+    const live = await place(server, alice);
+    await got.received(3);
+    return [missed, live];
+  }
+
   afterAll(() => server?.close());
 
   test('graphql-ws: when the token expires (4403) the client reconnects with a fresh token and keeps receiving', async () => {
@@ -131,12 +146,7 @@ describe('the README client recipes, with the real clients', () => {
     // The replica shuts down: its stream ends without `complete`, which graphql-sse retries.
     await replica.close();
     target = server.url;
-    const missed = await place(server, alice);
-    const relistening = server.nextSubscription();
-    letRetry();
-    await relistening;
-    const live = await place(server, alice);
-    await got.received(3);
+    const [missed, live] = await missThenResume(letRetry, got);
 
     assert.deepEqual(got.ids, [first, missed, live]);
     assert.equal(requests.length, 2);
@@ -170,12 +180,7 @@ describe('the README client recipes, with the real clients', () => {
     await replica.close();
     assert.deepEqual(closes, [{ code: 1001, reason: 'Server shutting down' }]);
     target = server.url;
-    const missed = await place(server, alice);
-    const relistening = server.nextSubscription();
-    letRetry();
-    await relistening;
-    const live = await place(server, alice);
-    await got.received(3);
+    const [missed, live] = await missThenResume(letRetry, got);
 
     assert.deepEqual(got.ids, [first, missed, live]);
     assert.equal(got.failure(), undefined);
