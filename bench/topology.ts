@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { loginWithPkce } from '../src/auth/pkceLogin.js';
 import { openDevices, sseDevice, wsDevice, type Device } from '../__tests__/helpers/devices.js';
 import { freePort, startPostgres, startRedis } from '../__tests__/helpers/infra.js';
-import { startNginx } from '../__tests__/helpers/nginx.js';
+import { behindBalancerEnv, startNginx } from '../__tests__/helpers/nginx.js';
 import { startReplica, type Replica } from '../__tests__/helpers/replica.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -71,15 +71,13 @@ export async function runTopology(argv: string[]): Promise<number> {
     const [balancerPort, p1, p2] = await Promise.all([freePort(), freePort(), freePort()]);
     const build = values.tsx ? {} : { build: { cwd: ROOT, entry: 'dist/src/main.js' } };
     const env = {
-      NODE_ENV: 'production',
-      DATABASE_URL: cluster.url,
-      REDIS_URL: redis.url,
-      OIDC_ISSUER: `${issuer.url}/idp`,
-      OIDC_CLIENT_ID: 'orders-web',
-      OIDC_CLIENT_SECRET: 'orders-web-secret',
-      OIDC_ALLOW_HTTP: 'true',
-      PUBLIC_URL: `http://127.0.0.1:${balancerPort}`,
-      TRUST_PROXY: '127.0.0.1',
+      ...behindBalancerEnv({
+        databaseUrl: cluster.url,
+        redisUrl: redis.url,
+        issuer: `${issuer.url}/idp`,
+        balancerPort,
+        trustProxy: '127.0.0.1',
+      }),
       RATE_LIMIT_POINTS: '1000000000',
       // One user holds every device: the per-user bound is not what this measures.
       STREAMS_MAX_PER_USER: '1000000',

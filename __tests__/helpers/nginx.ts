@@ -85,3 +85,29 @@ export async function startNginx(opts: { port: number; upstreams: readonly [numb
     },
   };
 }
+
+/**
+ * What a production replica behind the balancer is given, as compose gives it (an issuer in another process, the
+ * public URL the balancer's, the proxy it trusts), on the suite's own cluster and Redis: the topology tests and
+ * `npm run bench -- --topology` add what each measures to it.
+ */
+export function behindBalancerEnv(opts: {
+  databaseUrl: string;
+  redisUrl: string;
+  issuer: string;
+  balancerPort: number;
+  /** TRUST_PROXY: compose's `1`, or nginx's own address. */
+  trustProxy: string;
+}): Record<string, string> {
+  return {
+    NODE_ENV: 'production',
+    DATABASE_URL: opts.databaseUrl,
+    REDIS_URL: opts.redisUrl,
+    OIDC_ISSUER: opts.issuer,
+    OIDC_CLIENT_ID: 'orders-web',
+    OIDC_CLIENT_SECRET: 'orders-web-secret',
+    OIDC_ALLOW_HTTP: 'true',
+    PUBLIC_URL: `http://127.0.0.1:${opts.balancerPort}`,
+    TRUST_PROXY: opts.trustProxy,
+  };
+}

@@ -7,7 +7,7 @@ import request from 'supertest';
 import { deviceAddress, openDevices, type Device } from '../helpers/devices.js';
 import { freePort, startPostgres, startRedis, type PostgresCluster, type RedisServer } from '../helpers/infra.js';
 import { eventually } from '../helpers/load.js';
-import { startNginx, type Nginx } from '../helpers/nginx.js';
+import { behindBalancerEnv, startNginx, type Nginx } from '../helpers/nginx.js';
 import { startReplica, type Replica } from '../helpers/replica.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -38,15 +38,13 @@ describe('live devices through the balancer (deploy/nginx.conf, two production r
     [cluster, redis, issuer] = await Promise.all([startPostgres(), startRedis(), startTestServer()]);
     const [balancerPort, p1, p2] = await Promise.all([freePort(), freePort(), freePort()]);
     const env = {
-      NODE_ENV: 'production',
-      DATABASE_URL: cluster.url,
-      REDIS_URL: redis.url,
-      OIDC_ISSUER: issuer.running.app.issuer,
-      OIDC_CLIENT_ID: 'orders-web',
-      OIDC_CLIENT_SECRET: 'orders-web-secret',
-      OIDC_ALLOW_HTTP: 'true',
-      PUBLIC_URL: `http://127.0.0.1:${balancerPort}`,
-      TRUST_PROXY: '127.0.0.1',
+      ...behindBalancerEnv({
+        databaseUrl: cluster.url,
+        redisUrl: redis.url,
+        issuer: issuer.running.app.issuer,
+        balancerPort,
+        trustProxy: '127.0.0.1',
+      }),
       RATE_LIMIT_POINTS: '1000000000',
       // One user holds every device here: the per-user bound is not what this measures.
       STREAMS_MAX_PER_USER: '100000',

@@ -9,7 +9,7 @@ import WebSocket from 'ws';
 import { chromiumPath, launchChromium } from '../helpers/browser.js';
 import { freePort, startPostgres, startRedis, type PostgresCluster, type RedisServer } from '../helpers/infra.js';
 import { eventually, startLoad, type Send } from '../helpers/load.js';
-import { startNginx, type Nginx } from '../helpers/nginx.js';
+import { behindBalancerEnv, startNginx, type Nginx } from '../helpers/nginx.js';
 import { startReplica, type Replica } from '../helpers/replica.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { resumingWsSubscription } from '../../examples/ws-resume.js';
@@ -106,16 +106,14 @@ describe('two replicas behind nginx (deploy/nginx.conf)', () => {
     ports[0] = p1;
     ports[1] = p2;
     env = {
-      NODE_ENV: 'production',
-      DATABASE_URL: cluster.url,
-      REDIS_URL: redis.url,
       // The development server's IdP stands in for Keycloak: an issuer in another process, as in production.
-      OIDC_ISSUER: issuer.running.app.issuer,
-      OIDC_CLIENT_ID: 'orders-web',
-      OIDC_CLIENT_SECRET: 'orders-web-secret',
-      OIDC_ALLOW_HTTP: 'true',
-      PUBLIC_URL: `http://127.0.0.1:${balancerPort}`,
-      TRUST_PROXY: '1',
+      ...behindBalancerEnv({
+        databaseUrl: cluster.url,
+        redisUrl: redis.url,
+        issuer: issuer.running.app.issuer,
+        balancerPort,
+        trustProxy: '1',
+      }),
       // compose's: /readyz says 503 for 5 s before the drain (nginx has no active health checks, so it keeps sending).
       DRAIN_DELAY_S: '5',
       // Every subscriber is carol's, all on one replica while the other restarts, all from nginx's address: the
