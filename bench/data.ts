@@ -1,4 +1,20 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+
+/** Places one order of one keyboard over REST (keyed, as clients retry it) at `baseUrl`; its id, or an error. */
+export async function placeOrder(baseUrl: string, token: string): Promise<string> {
+  const res = await fetch(`${baseUrl}/v1/orders`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      'idempotency-key': randomUUID(),
+    },
+    body: JSON.stringify({ items: [{ sku: 'KB-001', qty: 1 }] }),
+  });
+  if (res.status !== 201) throw new Error(`POST /v1/orders: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { id: string }).id;
+}
 
 /** An admin connection to the bench schema (for growing data and looking things up, never under load). */
 export async function connect(url: string, schema: string): Promise<pg.Client> {

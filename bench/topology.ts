@@ -16,7 +16,6 @@
  *
  *   npm run bench -- --topology [--websockets 5000] [--sse 1000] [--per-address 20] [--soak 600]
  */
-import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +25,7 @@ import { openDevices, sseDevice, wsDevice, type Device } from '../__tests__/help
 import { freePort, startPostgres, startRedis } from '../__tests__/helpers/infra.js';
 import { behindBalancerEnv, startNginx } from '../__tests__/helpers/nginx.js';
 import { startReplica, type Replica } from '../__tests__/helpers/replica.js';
+import { placeOrder } from './data.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const log = (message: string) => console.error(`[topology] ${message}`);
@@ -118,19 +118,7 @@ export async function runTopology(argv: string[]): Promise<number> {
       latencies.sort((a, b) => a - b);
       return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), count: latencies.length, errors };
     };
-    const createOrder = async () => {
-      const res = await fetch(`${nginx.url}/v1/orders`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          'idempotency-key': randomUUID(),
-        },
-        body: JSON.stringify({ items: [{ sku: 'KB-001', qty: 1 }] }),
-      });
-      if (res.status !== 201) throw new Error(`POST /v1/orders: ${res.status} ${await res.text()}`);
-      return ((await res.json()) as { id: string }).id;
-    };
+    const createOrder = () => placeOrder(nginx.url, token);
 
     await ordinary(); // warm-up
     const quiet = await ordinary();

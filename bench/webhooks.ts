@@ -13,14 +13,14 @@
  *
  *   npm run bench -- --webhooks [--burst 2000] [--seconds 5]
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { loginWithPkce } from '../src/auth/pkceLogin.js';
 import { cleanupOnce, startChild } from './children.js';
-import { connect } from './data.js';
+import { connect, placeOrder } from './data.js';
 import type { CpuTime } from './ipc.js';
 
 const cpuMicros = (t: CpuTime) => t.user + t.system;
@@ -105,19 +105,7 @@ export async function runWebhooks(argv: string[]): Promise<number> {
     });
     const db = await connect(databaseUrl, schema);
 
-    const place = async () => {
-      const res = await fetch(`${app.ready.url}/v1/orders`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          'idempotency-key': randomUUID(),
-        },
-        body: JSON.stringify({ items: [{ sku: 'KB-001', qty: 1 }] }),
-      });
-      if (res.status !== 201) throw new Error(`placing an order: ${res.status} ${await res.text()}`);
-      await res.arrayBuffer();
-    };
+    const place = () => placeOrder(app.ready.url, token);
 
     const rows: string[] = [];
     for (const endpoints of [1, 100]) {
