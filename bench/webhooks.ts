@@ -114,8 +114,8 @@ export async function runWebhooks(argv: string[]): Promise<number> {
       for (let i = 0; i < endpoints; i++) {
         await db.query(
           `insert into webhook_endpoints (id, owner_subject, owner_customer_id, owner_staff, url, events, secret,
-             created_at, updated_at)
-           values ($1, $2, 'cus_bench', true, $3, '["order.created"]', $4, $5, $5)`,
+             owner_roles_at, created_at, updated_at)
+           values ($1, $2, 'cus_bench', true, $3, '["order.created"]', $4, $5, $5, $5)`,
           [
             `we_bench${String(i).padStart(22, '0')}`,
             `bench-${i}`,
