@@ -13,7 +13,8 @@
  * `npm run bench -- --fanout [...]` runs the subscription fan-out bench instead (bench/fanout.ts).
  * `npm run bench -- --tracing [...]` measures what tracing costs (bench/tracing.ts).
  * `npm run bench -- --webhooks [...]` measures webhook deliveries (bench/webhooks.ts).
- * `npm run bench -- --topology [...]` runs thousands of live devices through nginx, and a soak (bench/topology.ts).
+ * `npm run bench -- --topology [...]` runs thousands of live devices through nginx, a soak and a rolling restart
+ * (bench/topology.ts; `--only rolling-restart` runs the restart alone).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
@@ -74,7 +75,7 @@ if (process.argv.includes('--fanout')) {
   const { runFanout } = await import('./fanout.js');
   process.exit(await runFanout(sharedFlags(process.argv.slice(2)).filter((a) => a !== '--fanout')));
 }
-// Thousands of live devices behind nginx on deploy/nginx.conf, and a soak (see bench/topology.ts).
+// Thousands of live devices behind nginx on deploy/nginx.conf, a soak and a rolling restart (see bench/topology.ts).
 if (process.argv.includes('--topology')) {
   const { runTopology } = await import('./topology.js');
   process.exit(await runTopology(sharedFlags(process.argv.slice(2)).filter((a) => a !== '--topology')));
@@ -133,6 +134,9 @@ const USAGE = `usage: npm run bench -- [options]
   --abuse             send each hostile GraphQL document for 30 s beside normal traffic (--seconds <s>)
   --tracing           CPU per request with tracing off, on at 100 % and at 1 % sampling (--rounds, --requests)
   --webhooks          deliveries/s to a local receiver and p99 from commit to delivery, at 1 and 100 endpoints
+  --topology          two production replicas behind nginx on deploy/nginx.conf: 5,000 WebSockets + 1,000 SSE, a
+                      10-minute soak, then a rolling restart under mixed load with 200 subscribers (about 15 min);
+                      --only devices,soak,rolling-restart picks parts (npm run bench -- --topology --help)
 
 scenarios (--only):
 ${scenarioCatalogue()
