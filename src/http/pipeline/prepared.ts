@@ -85,6 +85,9 @@ export function createPreparedDocuments(deps: {
   });
   const preparedParses = parses.labels('prepare');
   const apolloParses = parses.labels('apollo');
+  // Both series exist from the start, at 0.
+  preparedParses.inc(0);
+  apolloParses.inc(0);
 
   function prepareOperation(document: DocumentNode, operation: OperationDefinitionNode, conditional: boolean) {
     const name = operation.name?.value;
