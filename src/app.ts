@@ -26,7 +26,7 @@ import {
   createMetrics,
   observeDatabase,
   probes,
-  recordRequests,
+  requestRecorder,
   requestLog,
   traceRequests,
   webhookMetrics,
@@ -110,8 +110,8 @@ export async function createApp({ config, db, logger, redis, webhookNetwork }: A
     // First, so that everything after it (the request log included) runs inside the request's span.
     ...(tracing.enabled ? [traceRequests()] : []),
     securityHeaders(),
-    requestLog(logger, { sample: config.requestLogSample }),
-    recordRequests(metrics),
+    // One listener per response, for its log line and its metrics.
+    requestLog(logger, { sample: config.requestLogSample, record: requestRecorder(metrics) }),
     ...(config.corsOrigins.length ? [crossOrigin(config.corsOrigins)] : []),
   ];
   // GraphQL over HTTP, the busiest path, through one layer: these same steps, then its own (frontDoor.ts).

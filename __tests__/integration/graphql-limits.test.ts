@@ -39,6 +39,33 @@ describe('GraphQL limits on every transport (development)', () => {
   /** Queries the pipeline admitted to run, on every transport (graphql_operations_total). */
   const admittedQueries = () => server.counter('graphql_operations_total{type="query"}').catch(() => 0);
 
+  test('a document is parsed, held to the limits and validated once on every transport; a refused one is not kept', async () => {
+    const parses = async () => ({
+      prepare: await server.counter('graphql_document_parses_total{by="prepare"}'),
+      apollo: await server.counter('graphql_document_parses_total{by="apollo"}'),
+    });
+    const before = await parses();
+    // A text no other test sends: its record is built on the first request and read by the seven others.
+    const query = '{ products { sku name } } # prepared once';
+    for (const transport of TRANSPORTS) {
+      for (let i = 0; i < 2; i++) {
+        const res = await send(server.url, transport, { query });
+        assert.equal(res.body.errors, undefined, `${transport} ${JSON.stringify(res.body.errors)}`);
+      }
+    }
+    assert.deepEqual(await parses(), { prepare: before.prepare + 1, apollo: before.apollo });
+    // Over the limits: refused where the record would be built, each time (nothing is kept), and never by Apollo.
+    for (let i = 0; i < 2; i++) {
+      const aliased = await send(server.url, 'post', { query: aliases(16, '__typename') });
+      assert.match(aliased.body.errors![0]!.message, /16 aliases; at most 15/);
+    }
+    assert.deepEqual(await parses(), { prepare: before.prepare + 3, apollo: before.apollo });
+    // One that does not validate has no record either: Apollo parses it again to report its errors as it always has.
+    const typo = await send(server.url, 'post', { query: '{ products { skuu } }' });
+    assert.equal(codeOf(typo), 'GRAPHQL_VALIDATION_FAILED');
+    assert.deepEqual(await parses(), { prepare: before.prepare + 4, apollo: before.apollo + 1 });
+  });
+
   test('the refused fan-out query sends no SQL statement over HTTP and SSE, where a one-order query sends some', async () => {
     const auth = { authorization: `Bearer ${carol}` };
     const over = {

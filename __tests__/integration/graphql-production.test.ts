@@ -43,6 +43,33 @@ describe('GraphQL in production, on every transport', () => {
     await dev.close();
   });
 
+  /** `graphql_document_parses_total` of the trusted-documents server, by who parsed. */
+  async function parses(): Promise<Record<string, number>> {
+    const res = await request(trusted.running.metricsUrl!).get('/metrics').expect(200);
+    const counts: Record<string, number> = {};
+    for (const [, by, value] of (res.text as string).matchAll(/^graphql_document_parses_total\{by="(\w+)"\} (\d+)$/gm))
+      counts[by!] = Number(value);
+    return counts;
+  }
+
+  test('the manifest is prepared at start: its document then runs by hash, id or text on every transport unparsed', async () => {
+    // Before any request: the one trusted document was parsed and validated once, while the server started.
+    assert.deepEqual(await parses(), { prepare: 1, apollo: 0 });
+    for (const transport of TRANSPORTS) {
+      for (const params of [
+        { query: '', extensions: { persistedQuery: { version: 1, sha256Hash: sha256(TRUSTED) } } },
+        { documentId: `sha256:${sha256(TRUSTED)}` },
+        { query: TRUSTED },
+      ]) {
+        const res = await send(trusted.url, transport, params);
+        assert.equal(res.body.errors, undefined, `${transport} ${JSON.stringify(res.body.errors)}`);
+        assert.ok((res.body.data!.products as unknown[]).length > 0);
+      }
+    }
+    // Neither the front door nor Apollo parsed it again.
+    assert.deepEqual(await parses(), { prepare: 1, apollo: 0 });
+  });
+
   for (const transport of TRANSPORTS) {
     test(`${transport}: getIntrospectionQuery() is refused with one error`, async () => {
       const res = await send(prod.url, transport, { query: getIntrospectionQuery() });

@@ -11,6 +11,9 @@ function searchOf(url: string): string {
   return fragment < 0 ? url.slice(query) : url.slice(query, fragment);
 }
 
+/** What Apollo gets of a request, or nothing when the request is answered already. */
+type Handed = { body: unknown; search: string } | undefined;
+
 /**
  * Apollo Server on Express 5: what `expressMiddleware` of @as-integrations/express5 does, for less per request. The
  * query string is cut from the URL instead of parsed by the legacy url.parse() (whose escaping Apollo's
@@ -21,12 +24,11 @@ function searchOf(url: string): string {
 export function apolloMiddleware<TContext extends BaseContext>(
   server: ApolloServer<TContext>,
   context: (args: { req: Request; res: Response }) => Promise<TContext>,
-  /** What Apollo gets of the request: its body and query string (persistedDocuments.ts names documents by hash). */
-  handOff: (req: Request, res: Response, search: string) => { body: unknown; search: string } = (
-    req,
-    _res,
-    search,
-  ) => ({
+  /**
+   * What Apollo gets of the request: its body and query string (persistedDocuments.ts names documents by hash, and
+   * prepares them inside the operation span); nothing when it has answered the request itself.
+   */
+  handOff: (req: Request, res: Response, search: string) => Handed | Promise<Handed> = (req, _res, search) => ({
     body: req.body,
     search,
   }),
@@ -41,22 +43,23 @@ export function apolloMiddleware<TContext extends BaseContext>(
       );
       return;
     }
-    const headers = new HeaderMap();
-    const incoming = req.headers;
-    for (const key in incoming) {
-      const value = incoming[key];
-      if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
-    }
-    const { body, search } = handOff(req, res, searchOf(req.url));
-    const httpGraphQLRequest: HTTPGraphQLRequest = { method: req.method.toUpperCase(), headers, search, body };
-    const execute = () =>
-      server.executeHTTPGraphQLRequest({
-        httpGraphQLRequest,
-        context: () => context({ req, res }),
-      });
-    // The GraphQL operation span: everything Apollo does runs inside it (the plugin names it once the operation is
-    // known, and hangs parse, validate and execute under it).
+    const execute = async () => {
+      const handed = await handOff(req, res, searchOf(req.url));
+      if (!handed) return undefined;
+      const headers = new HeaderMap();
+      const incoming = req.headers;
+      for (const key in incoming) {
+        const value = incoming[key];
+        if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
+      }
+      const { body, search } = handed;
+      const httpGraphQLRequest: HTTPGraphQLRequest = { method: req.method.toUpperCase(), headers, search, body };
+      return server.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: () => context({ req, res }) });
+    };
+    // The GraphQL operation span: the document's preparation and everything Apollo does run inside it (the plugin
+    // names it once the operation is known; parse, validate and execute hang under it).
     const response = await (tracing.enabled ? tracing.inSpan(OPERATION_SPAN, {}, execute) : execute());
+    if (!response) return;
     for (const [key, value] of response.headers) res.setHeader(key, value);
     if (response.body.kind === 'complete') {
       // Written once: the head with its length, then the string (res.send would copy a long one into a Buffer).

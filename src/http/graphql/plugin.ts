@@ -1,17 +1,18 @@
 import { HeaderMap, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Context } from '../../context.js';
 import { rateLimitHeaders } from '../middleware/index.js';
 import type { Metrics } from '../observability/index.js';
 import {
   cacheControlHeader,
+  derivePolicy,
   nameOperation,
   policyIfCacheable,
   type CachePolicy,
   type createJitExecutor,
-  type createPolicyCache,
   type Pipeline,
+  type PreparedOperation,
 } from '../pipeline/index.js';
 import {
   codeOf,
@@ -26,24 +27,34 @@ import {
 import type { ResultCache } from './resultCache/index.js';
 import { tracing } from '../../tracing.js';
 
+/** The prepared operation Apollo resolved, from the record the front door put on the context (persistedDocuments.ts). */
+function preparedOf(
+  { prepared }: Context,
+  document: unknown,
+  operation: OperationDefinitionNode | undefined,
+): PreparedOperation | undefined {
+  if (!operation || prepared === undefined || prepared.document !== document) return undefined;
+  return prepared.operations.get(operation);
+}
+
 /**
- * The protocol's hooks into Apollo's request pipeline: the document's cache policy, cost and the rate budget before
- * execution, the graphql-jit run, error logging, and the response's status, headers and `extensions.cost`.
+ * The protocol's hooks into Apollo's request pipeline, all read from the document's prepared record: cost and the rate
+ * budget before execution, the cache policy, the compiled graphql-jit run, error logging, and the response's status,
+ * headers and `extensions.cost`.
  */
-export function protocolPlugin(
-  metrics: Metrics,
-  pipeline: Pipeline,
-  policies: ReturnType<typeof createPolicyCache>,
-  jit: ReturnType<typeof createJitExecutor>,
-  resultCache: ResultCache | undefined,
-): ApolloServerPlugin<Context> {
+export function protocolPlugin(deps: {
+  schema: GraphQLSchema;
+  metrics: Metrics;
+  pipeline: Pipeline;
+  jit: ReturnType<typeof createJitExecutor>;
+  resultCache: ResultCache | undefined;
+}): ApolloServerPlugin<Context> {
+  const { schema, metrics, pipeline, jit, resultCache } = deps;
   // The hooks keep no state of their own, so every request shares one listener.
   const listener: GraphQLRequestListener<Context> = {
-    // A document's cache policy is worked out once, when it is first validated, and kept with it.
-    async validationDidStart({ document }) {
-      return async (errors) => {
-        if (!errors?.length) policies.remember(document);
-      };
+    // A document without a record (one that failed to validate there, mostly): counted, for it costs a parse.
+    async parsingDidStart() {
+      pipeline.records.parsedByApollo();
     },
     // Cost and budget, before execution: the operation is known and its variables are at hand.
     async didResolveOperation({ document, operation, request, contextValue, response, overallCachePolicy }) {
@@ -58,11 +69,12 @@ export function protocolPlugin(
       // A refused charge the result cache's lookup already made is not made twice.
       const admission =
         resultCache?.takeAdmission(contextValue) ??
-        (await pipeline.admit(document, operation, request.variables, contextValue));
+        (await pipeline.admit(document, operation, request.variables, contextValue, contextValue.prepared));
       const headers = admission.charge ? rateLimitHeaders(admission.charge) : {};
       for (const [name, value] of Object.entries(headers)) response.http.headers.set(name.toLowerCase(), value);
       if (admission.ok) {
-        overallCachePolicy.restrict(policies.policyOf(document, operation, request.variables));
+        const policy = preparedOf(contextValue, document, operation)?.policy;
+        overallCachePolicy.restrict(policy ?? derivePolicy(schema, document, operation, request.variables));
         return;
       }
       const status = PROBLEM_TYPES[codeOf(admission.error)].status;
@@ -75,9 +87,11 @@ export function protocolPlugin(
     },
     // The compiled operation runs here; Apollo's execution step is left for results with errors (jitExecutor.ts).
     async responseForOperation(requestContext) {
+      const { compiled } =
+        preparedOf(requestContext.contextValue, requestContext.document, requestContext.operation) ?? {};
       const result = await (tracing.enabled
-        ? tracing.inSpan('graphql.execute', {}, () => jit.run(requestContext))
-        : jit.run(requestContext));
+        ? tracing.inSpan('graphql.execute', {}, () => jit.run(requestContext, compiled))
+        : jit.run(requestContext, compiled));
       return (
         result && {
           http: { status: undefined, headers: new HeaderMap() },
@@ -93,7 +107,7 @@ export function protocolPlugin(
       }
     },
     async willSendResponse({ response, request, contextValue, overallCachePolicy, queryHash, document, operation }) {
-      setCacheControl(response, overallCachePolicy);
+      setCacheControl(response, overallCachePolicy, preparedOf(contextValue, document, operation ?? undefined));
       // A shared cache would hand one caller's budget to everyone who gets the stored copy.
       const isPublic = overallCachePolicy.policyIfCacheable()?.scope === 'PUBLIC';
       if (isPublic) {
@@ -137,6 +151,8 @@ export function protocolPlugin(
 function setCacheControl(
   response: { http: { headers: Map<string, string> }; body?: { kind: string; singleResult?: { errors?: unknown } } },
   overall: { maxAge?: number | undefined; scope?: CachePolicy['scope'] },
+  /** The operation's record: its header, when the policy is its own. */
+  prepared: PreparedOperation | undefined,
 ) {
   const existing = response.http.headers.get('cache-control');
   const match = existing ? /^max-age=(\d+), (public|private)$/.exec(existing) : null;
@@ -153,7 +169,12 @@ function setCacheControl(
     policyIfCacheable(policy) &&
     response.body?.kind === 'single' &&
     !response.body.singleResult?.errors;
-  response.http.headers.set('cache-control', cacheable ? cacheControlHeader(policy) : 'no-store');
+  const own = !existing && prepared?.policy !== undefined;
+  const header =
+    own && prepared.policy!.maxAge === policy.maxAge && prepared.policy!.scope === policy.scope
+      ? prepared.cacheControl!
+      : cacheControlHeader(policy);
+  response.http.headers.set('cache-control', cacheable ? header : 'no-store');
 }
 
 /**

@@ -5,9 +5,8 @@ import {
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
-import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import express, { type Request, type Response } from 'express';
-import type { DocumentNode, GraphQLSchema } from 'graphql';
+import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { Authentication } from '../../auth/credentials.js';
 import type { Config } from '../../config/index.js';
@@ -21,7 +20,7 @@ import {
   refuseSimpleTextGets,
 } from '../middleware/index.js';
 import type { Metrics } from '../observability/index.js';
-import { createJitExecutor, createPolicyCache, type Pipeline } from '../pipeline/index.js';
+import { createJitExecutor, type Pipeline } from '../pipeline/index.js';
 import { apolloMiddleware } from './apolloMount.js';
 import { graphqlEnvelope, isLandingPageRequest } from './envelope.js';
 import type { Step } from './frontDoor.js';
@@ -57,11 +56,10 @@ export async function createGraphqlRouter(deps: {
 }): Promise<{ steps: Step[]; router: express.Router; stop(): Promise<void> }> {
   const { config, services, auth, metrics, logger, pipeline, resultCache } = deps;
   const { session } = auth;
-  const policies = createPolicyCache(deps.schema);
-  // Queries and mutations run as compiled code; Apollo parses, validates and admits them first, as always.
-  const jit = createJitExecutor(deps.schema);
-  // Checks the document's source once and hands it to Apollo by hash (persistedDocuments.ts).
+  // Checks the document's source once, prepares its record and hands it to Apollo by hash (persistedDocuments.ts).
   const documents = persistedDocuments(pipeline);
+  // Queries and mutations run as their records' compiled code, once Apollo has admitted them.
+  const jit = createJitExecutor(deps.schema, { records: pipeline.records });
   const apollo = new ApolloServer<Context>({
     gateway: jit.gateway,
     // The pipeline's rules refuse introspection in production, on every transport alike.
@@ -83,16 +81,12 @@ export async function createGraphqlRouter(deps: {
       warn: (m) => logger.warn(m),
       error: (m) => logger.error(m),
     },
-    // Persisted queries are content-addressed; a day's TTL and the pipeline's bounds keep the store small.
+    // Persisted queries are content-addressed; a day's TTL and the pipeline's bounds keep the store small. Both
+    // stores read the prepared records (bounded by size, the source counted), so Apollo neither hashes nor parses.
     persistedQueries: { ttl: 86_400, cache: documents.cache },
-    // A parsed document keeps its whole source alive (loc.source) while Apollo's default sizing counts only the
-    // AST, so comment-padded documents could fill memory unseen; the source is counted too.
-    documentStore: new InMemoryLRUCache<DocumentNode>({
-      maxSize: 16 * 2 ** 20,
-      sizeCalculation: (doc) => (doc.loc?.source.body.length ?? 0) + InMemoryLRUCache.sizeCalculation(doc),
-    }),
+    documentStore: documents.documentStore,
     plugins: [
-      protocolPlugin(metrics, pipeline, policies, jit, resultCache),
+      protocolPlugin({ schema: deps.schema, metrics, pipeline, jit, resultCache }),
       ...(tracing.enabled ? [tracingPlugin()] : []),
       // Its per-field hooks cost more than the execution they watch; the policy comes from the document instead.
       ApolloServerPluginCacheControlDisabled(),
@@ -111,6 +105,11 @@ export async function createGraphqlRouter(deps: {
       createContext(services, res.locals.principal, String(req.id), () => req.log),
       req.ip,
     );
+  const withRecord = (context: Context, res: Response): Context => {
+    const record = res.locals.graphqlRecord;
+    if (record) context.prepared = record;
+    return context;
+  };
   // The path of a request to /graphql, step by step (the app's front door runs them after its own, frontDoor.ts).
   const steps: Step[] = [
     // Without browser sessions no cookie authenticates anything, so there is nothing to forge.
@@ -122,7 +121,7 @@ export async function createGraphqlRouter(deps: {
     authenticate(auth, graphqlAuthFailure),
     documents.middleware,
     ...(resultCache ? [resultCache.middleware(contextOf)] : []),
-    apolloMiddleware(apollo, async ({ req, res }) => contextOf(req, res), documents.handOff),
+    apolloMiddleware(apollo, async ({ req, res }) => withRecord(contextOf(req, res), res), documents.handOff),
   ];
   // Other paths under /graphql (a trailing slash, another case) take the same steps through Express's router.
   const router = express.Router().use('/', ...steps);

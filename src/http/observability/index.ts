@@ -10,5 +10,5 @@ export { serveMetrics } from './metricsServer.js';
 export { probes } from './probes.js';
 export { requestLog, type RequestLogOptions } from './requestLog.js';
 export { observeDatabase, webhookMetrics } from './reporting.js';
-export { recordRequests } from './requestMetrics.js';
+export { requestRecorder } from './requestMetrics.js';
 export { startTracing } from './tracing.js';

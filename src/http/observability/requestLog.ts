@@ -62,6 +62,8 @@ export interface RequestLogOptions {
    * info.
    */
   readonly sample?: number;
+  /** Called for every finished response (health checks included) from the same listener: the request metrics. */
+  readonly record?: (req: Request, res: Response, seconds: number) => void;
 }
 
 /**
@@ -72,7 +74,7 @@ export interface RequestLogOptions {
  */
 export function requestLog(logger: Logger, options: RequestLogOptions = {}) {
   defineRequestLogger();
-  const sample = options.sample ?? 0;
+  const { sample = 0, record } = options;
   const parent: Parent = { [PARENT]: logger };
   const line = (req: Request, res: Response, level: 'error' | 'info' | 'debug', started: number, msg: string) =>
     logger[level](
@@ -89,12 +91,16 @@ export function requestLog(logger: Logger, options: RequestLogOptions = {}) {
     req.id = id;
     (req as Logged)[LOG] = parent;
     res.setHeader('X-Request-Id', id);
-    if (req.url === '/healthz' || req.url === '/readyz') return next();
+    const probe = req.url === '/healthz' || req.url === '/readyz';
+    if (probe && !record) return next();
     const started = performance.now();
-    // Bound to the request's context, so that the line carries its trace (when tracing is on).
+    // One listener for the log line and the metrics, bound to the request's context, so that the line carries its
+    // trace (when tracing is on).
     res.on(
       'close',
       tracing.bind(() => {
+        if (res.writableFinished) record?.(req, res, (performance.now() - started) / 1000);
+        if (probe) return;
         if (!res.writableFinished) {
           // An event stream has no end of its own: the client closing it is how it ends, not a failure.
           if (res.headersSent && isEventStream(res)) {

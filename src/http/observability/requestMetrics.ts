@@ -1,4 +1,4 @@
-import type { NextFunction, Request, Response } from 'express';
+import type { Request, Response } from 'express';
 import type { Metrics, Tally } from './metrics.js';
 
 /** Bounded label values: a route group, never the raw path with its ids. */
@@ -7,7 +7,11 @@ function routeGroup(path: string): string {
   return match ? `/${match[1]}` : 'other';
 }
 
-export function recordRequests(metrics: Metrics) {
+/**
+ * Counts a finished response and observes its duration: `http_requests_total` by route group, method and status, and
+ * `http_request_duration_seconds`. Called by the request log's one listener (requestLog.ts), not a listener of its own.
+ */
+export function requestRecorder(metrics: Metrics) {
   // Label children are bound once per label value and kept, so a request costs counter increments only,
   // not label objects and their lookups (the label values are bounded: route groups, methods, statuses).
   const durations = new Map<string, { observe(value: number): void }>();
@@ -27,14 +31,10 @@ export function recordRequests(metrics: Metrics) {
     if (!tally) byStatus.set(status, (tally = metrics.httpRequests.tally(route, method, String(status))));
     return tally;
   };
-  return (req: Request, res: Response, next: NextFunction) => {
+  return (req: Request, res: Response, seconds: number) => {
     // originalUrl, because routers rewrite req.path to be relative to where they are mounted.
     const route = routeGroup(req.originalUrl);
-    const started = performance.now();
-    res.on('finish', () => {
-      durationOf(route).observe((performance.now() - started) / 1000);
-      countOf(route, req.method, res.statusCode).inc();
-    });
-    next();
+    durationOf(route).observe(seconds);
+    countOf(route, req.method, res.statusCode).inc();
   };
 }

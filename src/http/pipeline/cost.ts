@@ -41,31 +41,11 @@ export function operationCost(
   return costOf(schema, document, operation, variables).cost;
 }
 
-/** Costs of operations that read no variable, per document (documents are kept and reused by Apollo's store). */
-const fixedCosts = new WeakMap<DocumentNode, Map<OperationDefinitionNode, number>>();
-
 /**
- * operationCost, remembered for an operation whose cost reads no variable (no `first: $n`): the same document
- * then always costs the same, so a document sent again is not walked again.
+ * operationCost, and whether it read a variable (a `first: $n`): an operation that reads none always costs the same,
+ * so its prepared record keeps the figure (prepared.ts).
  */
-export function rememberedOperationCost(
-  schema: GraphQLSchema,
-  document: DocumentNode,
-  operation: OperationDefinitionNode,
-  variables: Readonly<Record<string, unknown>> | null | undefined,
-): number {
-  const known = fixedCosts.get(document)?.get(operation);
-  if (known !== undefined) return known;
-  const { cost, readsVariables } = costOf(schema, document, operation, variables);
-  if (!readsVariables) {
-    let costs = fixedCosts.get(document);
-    if (!costs) fixedCosts.set(document, (costs = new Map()));
-    costs.set(operation, cost);
-  }
-  return cost;
-}
-
-function costOf(
+export function costOf(
   schema: GraphQLSchema,
   document: DocumentNode,
   operation: OperationDefinitionNode,

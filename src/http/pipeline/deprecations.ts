@@ -52,7 +52,6 @@ export function createDeprecationMetric(registry: Registry) {
     labelNames: ['member', 'client'] as const,
     registers: [registry],
   });
-  const byDocument = new WeakMap<DocumentNode, string[]>();
   const clients = new Set<string>();
   const clientLabel = (principal: Principal) => {
     const id = principal.kind === 'user' ? (principal.clientId ?? 'unknown') : 'anonymous';
@@ -63,9 +62,8 @@ export function createDeprecationMetric(registry: Registry) {
     return 'other';
   };
   return {
-    record(schema: GraphQLSchema, document: DocumentNode, principal: Principal) {
-      let uses = byDocument.get(document);
-      if (!uses) byDocument.set(document, (uses = deprecatedUses(schema, document)));
+    /** Counts an operation's `uses` (its prepared record's deprecations) for this caller. */
+    record(uses: readonly string[], principal: Principal) {
       if (!uses.length) return;
       const client = clientLabel(principal);
       for (const member of uses) counter.inc({ member, client });

@@ -4,18 +4,20 @@
  * cache policy, deprecation counts, the graphql-jit executor, error formatting and masking. Built once and handed to
  * each transport; it knows neither Express nor WebSocket.
  */
-export {
-  cacheControlHeader,
-  createPolicyCache,
-  policyIfCacheable,
-  type CachePolicy,
-  type Scope,
-} from './cachePolicy.js';
+export { cacheControlHeader, derivePolicy, policyIfCacheable, type CachePolicy, type Scope } from './cachePolicy.js';
 export { operationCost } from './cost.js';
 export { createJitExecutor, type JitOptions } from './jitExecutor.js';
 export { limitErrors, type StaticLimits } from './limits.js';
 export { nameOperation, OPERATION_SPAN, withResolverSpans } from './operationSpans.js';
 export { sha256 } from './persistedDocuments.js';
+export {
+  isRefusal,
+  operationIn,
+  type PreparedDocument,
+  type PreparedDocuments,
+  type PreparedOperation,
+  type Refusal,
+} from './prepared.js';
 export { createPipeline, pointsFor, type Admission, type CostReport, type Pipeline } from './pipeline.js';
 export {
   isRecord,

@@ -9,6 +9,7 @@ import {
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
+import { operationIn, type PreparedDocuments } from './prepared.js';
 
 type Gateway = NonNullable<ApolloServerOptions<BaseContext>['gateway']>;
 type Executor = NonNullable<Awaited<ReturnType<Gateway['load']>>['executor']>;
@@ -40,13 +41,15 @@ export interface JitOptions {
   readonly maxBytes?: number;
   /** Compiled operations kept. */
   readonly maxEntries?: number;
+  /** The prepared records (prepared.ts): an operation that has one runs its compiled query, and nothing is kept here. */
+  readonly records?: PreparedDocuments;
 }
 
 /**
  * Queries and mutations run as graphql-jit compiled code instead of graphql-js's interpreter, through Apollo's
  * gateway interface (the one way Apollo Server 5 lets another executor run an operation it has parsed,
- * validated and admitted). One compiled function per document and operation, keyed like Apollo's document
- * store (the document's sha256) and bounded by count and bytes. Results are shaped as graphql-js shapes
+ * validated and admitted). One compiled function per document and operation: its prepared record's, else kept here,
+ * keyed like Apollo's document store (the document's sha256) and bounded by count and bytes. Results are shaped as graphql-js shapes
  * them (`errors` before `data`), and resolver errors keep their original error for masking.
  */
 export function createJitExecutor(schema: GraphQLSchema, options: JitOptions = {}) {
@@ -61,6 +64,9 @@ export function createJitExecutor(schema: GraphQLSchema, options: JitOptions = {
     document: DocumentNode,
     operationName: string | undefined,
   ): CompiledQuery | ExecutionResult {
+    const record = options.records?.get(hash);
+    const prepared = record?.document === document ? operationIn(record, operationName) : undefined;
+    if (prepared?.compiled) return prepared.compiled;
     const key = operationName === undefined ? hash : `${hash}\u0000${operationName}`;
     const hit = compiled.get(key);
     if (hit) return hit.query;
@@ -83,7 +89,17 @@ export function createJitExecutor(schema: GraphQLSchema, options: JitOptions = {
     variables: Record<string, unknown> | undefined,
     context: unknown,
   ): Promise<ExecutionResult> {
-    const query = compiledFor(hash, document, operationName);
+    return runCompiled(compiledFor(hash, document, operationName), document, operationName, variables, context);
+  }
+
+  /** Runs a compiled query (or reports the errors compiling it gave). */
+  async function runCompiled(
+    query: CompiledQuery | ExecutionResult,
+    document: DocumentNode,
+    operationName: string | undefined,
+    variables: Record<string, unknown> | undefined,
+    context: unknown,
+  ): Promise<ExecutionResult> {
     // eslint-disable-next-line no-restricted-syntax -- graphql-jit's compiled query method, not SQL
     const result = isCompiledQuery(query) ? await query.query(undefined, context, variables ?? {}) : query;
     if (!result.errors?.length) return { data: result.data };
@@ -108,22 +124,34 @@ export function createJitExecutor(schema: GraphQLSchema, options: JitOptions = {
    * and `null` returned, so that Apollo executes as usual, gets this result from the gateway (nothing runs twice),
    * and reports its errors exactly as it always does.
    */
-  async function run(requestContext: {
-    readonly queryHash?: string;
-    readonly document: DocumentNode;
-    readonly operation?: unknown;
-    readonly operationName: string | null;
-    readonly request: { readonly variables?: Record<string, unknown> };
-    readonly contextValue: object;
-  }): Promise<ExecutionResult | null> {
+  async function run(
+    requestContext: {
+      readonly queryHash?: string;
+      readonly document: DocumentNode;
+      readonly operation?: unknown;
+      readonly operationName: string | null;
+      readonly request: { readonly variables?: Record<string, unknown> };
+      readonly contextValue: object;
+    },
+    compiled?: CompiledQuery | ExecutionResult,
+  ): Promise<ExecutionResult | null> {
     if (!requestContext.operation || requestContext.queryHash === undefined) return null;
-    const result = await execute(
-      requestContext.queryHash,
-      requestContext.document,
-      requestContext.operationName ?? undefined,
-      requestContext.request.variables,
-      requestContext.contextValue,
-    );
+    const operationName = requestContext.operationName ?? undefined;
+    const result = compiled
+      ? await runCompiled(
+          compiled,
+          requestContext.document,
+          operationName,
+          requestContext.request.variables,
+          requestContext.contextValue,
+        )
+      : await execute(
+          requestContext.queryHash,
+          requestContext.document,
+          operationName,
+          requestContext.request.variables,
+          requestContext.contextValue,
+        );
     if (!result.errors?.length) return result;
     ran.set(requestContext.contextValue, result);
     return null;

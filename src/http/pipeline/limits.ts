@@ -9,7 +9,6 @@ import {
   type FragmentDefinitionNode,
   type OperationDefinitionNode,
   type SelectionSetNode,
-  type ValidationRule,
 } from 'graphql';
 import { clientError } from '../problems/index.js';
 
@@ -202,13 +201,4 @@ export function limitErrors(document: DocumentNode, limits: StaticLimits, direct
   const flood = directives && directiveLimitError(document, directives);
   if (flood) errors.push(flood);
   return errors;
-}
-
-/** The same limits as a validation rule, for Apollo's validation of documents it looks up by hash. */
-export function staticLimits(limits: StaticLimits, directives: DirectiveRules): ValidationRule {
-  return (context) => ({
-    Document(node) {
-      for (const error of limitErrors(node, limits, directives)) context.reportError(error);
-    },
-  });
 }

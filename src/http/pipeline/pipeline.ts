@@ -1,10 +1,7 @@
 import type { KeyValueCache } from '@apollo/utils.keyvaluecache';
 import {
-  getOperationAST,
   GraphQLError,
-  parse,
   specifiedRules,
-  validate,
   type DocumentNode,
   type ExecutionArgs,
   type ExecutionResult,
@@ -21,12 +18,13 @@ import { clientKey, type Charge, type RateBudget } from '../middleware/index.js'
 import type { Metrics, Tally } from '../observability/index.js';
 import { clientError, formatError, formatResult, type ErrorPolicy } from '../problems/index.js';
 import { tracing } from '../../tracing.js';
-import { rememberedOperationCost } from './cost.js';
-import { createDeprecationMetric } from './deprecations.js';
+import { costOf } from './cost.js';
+import { createDeprecationMetric, deprecatedUses } from './deprecations.js';
 import { noIntrospection } from './introspection.js';
-import { directiveRulesOf, limitErrors, staticLimits } from './limits.js';
+import { directiveRulesOf } from './limits.js';
 import { nameOperation } from './operationSpans.js';
 import { boundedApqStore, loadManifest, sha256 } from './persistedDocuments.js';
+import { createPreparedDocuments, isRefusal, operationIn, type PreparedDocument, type Refusal } from './prepared.js';
 import { isRecord, namedHash, type OperationParams } from './requestParams.js';
 
 /** Apollo prefixes its persisted-query keys so; the streaming transports read the same entries. */
@@ -78,30 +76,27 @@ export function createPipeline(deps: {
   const apq = boundedApqStore(limits.apq, deps.redis, `orders-api:apq:${schemaName ? `${schemaName}:` : ''}`);
   const policy: ErrorPolicy = { hideSuggestions: config.isProduction };
   const parseOptions: ParseOptions = { maxTokens: limits.maxTokens };
-  /**
-   * Apollo's rules beside graphql's specified ones. Apollo validates documents it finds by hash too, so the
-   * limits are a rule there as well as a screen before it (streaming transports screen, then validate).
-   */
   const directives = directiveRulesOf(schema);
-  const introspection = config.isProduction ? [noIntrospection] : [];
-  const rules: ValidationRule[] = [staticLimits(limits, directives), ...introspection];
-  /** What validate() still has to check once limitErrors() has passed a document. */
-  const fullRules = [...specifiedRules, ...introspection];
-
+  /** Apollo's rules beside graphql's specified ones, for a document it validates itself (one that failed here). */
+  const rules: ValidationRule[] = config.isProduction ? [noIntrospection] : [];
   /**
-   * The cheap checks first: parsing (bounded by MAX_TOKENS) and the static limits, a linear walk.
-   * A hostile document is refused here before graphql's full validation, which costs far more.
+   * Every document is parsed, held to the static limits and validated in one place, once: its prepared record
+   * (prepared.ts), which the manifest's documents have from the start.
    */
-  function screen(text: string): { document: DocumentNode; errors?: undefined } | { errors: GraphQLError[] } {
-    let document: DocumentNode;
-    try {
-      document = parse(text, parseOptions);
-    } catch (error) {
-      return { errors: [clientError((error as Error).message, 'GRAPHQL_PARSE_FAILED')] };
-    }
-    const errors = limitErrors(document, limits, directives);
-    if (errors.length) metrics.refusals.inc({ reason: 'query_limits' });
-    return errors.length ? { errors } : { document };
+  const records = createPreparedDocuments({
+    schema,
+    parseOptions,
+    limits,
+    directives,
+    rules: [...specifiedRules, ...rules],
+    registry: metrics.registry,
+  });
+  if (manifest) records.prewarm(manifest);
+  /** A document's record, built now if it has none; a document over the static limits is counted as refused. */
+  function prepareDocument(source: string, hash: string): PreparedDocument | Refusal {
+    const prepared = records.prepare(source, hash);
+    if (isRefusal(prepared) && prepared.stage === 'limits') metrics.refusals.inc({ reason: 'query_limits' });
+    return prepared;
   }
   const deprecations = createDeprecationMetric(metrics.registry);
   /** One bound counter per operation type, so counting an operation allocates nothing. */
@@ -161,9 +156,12 @@ export function createPipeline(deps: {
     operation: OperationDefinitionNode,
     variables: unknown,
     context: Context,
+    /** The document's prepared record: its deprecations and the operation's fixed cost are known there. */
+    record?: PreparedDocument,
   ): Promise<Admission> {
-    deprecations.record(schema, document, context.principal);
-    const complexity = rememberedOperationCost(schema, document, operation, isRecord(variables) ? variables : {});
+    const prepared = record?.document === document ? record.operations.get(operation) : undefined;
+    deprecations.record(prepared ? record!.deprecations : deprecatedUses(schema, document), context.principal);
+    const complexity = prepared?.cost ?? costOf(schema, document, operation, isRecord(variables) ? variables : {}).cost;
     // A subscription is charged once but executed for every event it receives, for as long as it stays open.
     const perEvent = operation.operation === 'subscription';
     const maximum = perEvent ? limits.maxSubscriptionCost : limits.maxCost;
@@ -203,8 +201,9 @@ export function createPipeline(deps: {
     rules,
     policy,
     documents,
+    records,
+    prepareDocument,
     checkSource,
-    screen,
     admit,
     formatError: (formatted: GraphQLFormattedError, error: unknown) => formatError(formatted, error, policy),
 
@@ -231,33 +230,22 @@ export function createPipeline(deps: {
     ): Promise<{ ok: true; args: ExecutionArgs } | { ok: false; errors: GraphQLError[] }> {
       const source = await resolveSource(params);
       if (source instanceof GraphQLError) return { ok: false, errors: [source] };
-      const screened = tracing.enabled ? tracing.inSpan('graphql.parse', {}, () => screen(source)) : screen(source);
-      if (screened.errors) return { ok: false, errors: screened.errors };
-      const { document } = screened;
-      const invalid = tracing.enabled
-        ? tracing.inSpan('graphql.validate', {}, () => validate(schema, document, fullRules))
-        : validate(schema, document, fullRules);
-      if (invalid.length) {
-        return {
-          ok: false,
-          errors: invalid.map((e) =>
-            clientError(e.message, 'GRAPHQL_VALIDATION_FAILED', {}, e.nodes ? { nodes: e.nodes } : {}),
-          ),
-        };
-      }
+      const hash = sha256(source);
+      const record = prepareDocument(source, hash);
+      if (isRefusal(record)) return { ok: false, errors: refusalErrors(record) };
       const operationName = typeof params.operationName === 'string' ? params.operationName : undefined;
-      const operation = getOperationAST(document, operationName);
+      const operation = operationIn(record, operationName)?.operation;
       if (!operation) {
         return {
           ok: false,
           errors: [clientError('The operation to run could not be determined.', 'OPERATION_RESOLUTION_FAILURE')],
         };
       }
-      if (tracing.recording())
-        nameOperation(tracing.active(), operation.operation, operation.name?.value, sha256(source));
+      if (tracing.recording()) nameOperation(tracing.active(), operation.operation, operation.name?.value, hash);
+      const { document } = record;
       if (opts.method === 'GET' && operation.operation === 'mutation')
         return { ok: false, errors: [clientError('Mutations cannot be sent with GET; use POST.', 'BAD_REQUEST')] };
-      const admission = await admit(document, operation, params.variables, context);
+      const admission = await admit(document, operation, params.variables, context, record);
       if (!admission.ok) return { ok: false, errors: [admission.error] };
       return {
         ok: true,
@@ -291,3 +279,10 @@ export function createPipeline(deps: {
 }
 
 export type Pipeline = ReturnType<typeof createPipeline>;
+
+/** A refused document's errors as the streaming transports send them. */
+function refusalErrors({ stage, errors }: Refusal): GraphQLError[] {
+  if (stage === 'parse') return [clientError(errors[0]!.message, 'GRAPHQL_PARSE_FAILED')];
+  if (stage === 'limits') return [...errors];
+  return errors.map((e) => clientError(e.message, 'GRAPHQL_VALIDATION_FAILED', {}, e.nodes ? { nodes: e.nodes } : {}));
+}

@@ -2,7 +2,13 @@ import type { NextFunction, Request, Response } from 'express';
 import type { DocumentNode, OperationDefinitionNode } from 'graphql';
 import type { Context } from '../../../context.js';
 import { rateLimitHeaders } from '../../middleware/index.js';
-import { isRecord, type Admission, type CostReport, type Pipeline } from '../../pipeline/index.js';
+import {
+  isRecord,
+  type Admission,
+  type CostReport,
+  type Pipeline,
+  type PreparedDocument,
+} from '../../pipeline/index.js';
 import type { Flight, Flights } from './flight.js';
 import type { Described, Keying } from './keying.js';
 import type { ResultCacheCounters } from './metrics.js';
@@ -12,7 +18,7 @@ import { sizeOf, type Entry, type EntryStore } from './store.js';
 const PER_REQUEST_HEADERS = new Set(['ratelimit', 'ratelimit-policy', 'x-request-id']);
 
 /** What a request that may be stored carries from the lookup to the store: its key and the epoch it read at. */
-interface Ticket extends Described {
+export interface Ticket extends Described {
   readonly epoch: number;
   /** Identical requests that arrive meanwhile wait for this one's result instead of executing too. */
   readonly flight: Flight;
@@ -24,17 +30,25 @@ interface Pending {
   readonly headers: Map<string, string>;
   readonly document: DocumentNode;
   readonly operation: OperationDefinitionNode;
+  readonly record: PreparedDocument | undefined;
   readonly partition: string | null;
   readonly public: boolean;
 }
 
-/**
- * What the lookup hands to Apollo's run of the same request, on the context itself: Apollo runs every operation with
- * a shallow copy of the context it is given, which keeps symbol-keyed properties but not the object's identity.
- */
-const TICKET = Symbol('result cache ticket');
-const ADMISSION = Symbol('result cache admission');
-type Carried = { [TICKET]?: Ticket; [ADMISSION]?: Admission };
+declare module '../../../context.js' {
+  interface Context {
+    /**
+     * HTTP only: what the cache's lookup hands to Apollo's run of the same request. Apollo runs every operation with a
+     * shallow copy of the context it is given, which keeps this object but not the context's identity.
+     */
+    resultCache?: {
+      /** The request's key and epoch, when its result may be stored. */
+      ticket?: Ticket;
+      /** A refused charge the lookup already made, taken by the plugin instead of charging again. */
+      admission?: Admission;
+    };
+  }
+}
 
 /** `{"data":…,"extensions":{…,"cost":…}}`, exactly as JSON.stringify writes Apollo's result. */
 function bodyOf(data: string, extensions: Record<string, unknown> | undefined, cost: CostReport | undefined): string {
@@ -84,15 +98,15 @@ export function createServing(deps: {
         const described = keying.describe(req, res.locals.graphqlParams, ctx.principal, res.locals.graphqlHash);
         if (!described || flights.isMutation(described.operation)) return next();
         const serve = (entry: Entry) =>
-          pipeline.admit(entry.document, entry.operation, entry.variables, ctx).then((admission) => {
+          pipeline.admit(entry.document, entry.operation, entry.variables, ctx, entry.record).then((admission) => {
             if (admission.ok) return sendHit(res, entry, admission);
-            (ctx as Carried)[ADMISSION] = admission;
+            ctx.resultCache = { ...ctx.resultCache, admission };
             next();
           });
         const execute = () => {
           const epoch = store.epoch();
           const flight = flights.start(described.key, epoch);
-          (ctx as Carried)[TICKET] = { ...described, epoch, flight };
+          ctx.resultCache = { ticket: { ...described, epoch, flight } };
           // Whatever becomes of the request (an error before Apollo's last hook, a closed connection), its waiters go on.
           res.once('close', () => flight.settle(undefined));
           next();
@@ -122,8 +136,9 @@ export function createServing(deps: {
 
     /** The admission the lookup already made for this context, if any (taken once). */
     takeAdmission(ctx: Context): Admission | undefined {
-      const admission = (ctx as Carried)[ADMISSION];
-      delete (ctx as Carried)[ADMISSION];
+      const carried = ctx.resultCache;
+      const admission = carried?.admission;
+      if (admission) carried!.admission = undefined;
       return admission;
     },
 
@@ -145,7 +160,7 @@ export function createServing(deps: {
         body: { kind: string; singleResult?: { data?: unknown; errors?: unknown } };
       },
     ) {
-      const ticket = (ctx as Carried)[TICKET];
+      const ticket = ctx.resultCache?.ticket;
       if (!ticket) return;
       const document = request.document;
       const operation = request.operation;
@@ -172,6 +187,7 @@ export function createServing(deps: {
         headers: response.http.headers,
         document,
         operation,
+        record: ctx.prepared,
         partition,
         public: request.overallPublic,
       });
@@ -198,6 +214,7 @@ export function createServing(deps: {
           headers,
           document: marked.document,
           operation: marked.operation,
+          record: marked.record,
           variables: ticket.variables,
           partition: marked.partition,
           public: marked.public,

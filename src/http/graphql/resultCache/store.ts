@@ -1,3 +1,4 @@
+import type { PreparedDocument } from '../../pipeline/index.js';
 import type { DocumentNode, OperationDefinitionNode } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import type { OrderEvent } from '../../../domain/model.js';
@@ -12,6 +13,8 @@ export interface Entry {
   /** Kept so that a hit is costed and charged exactly as a miss is. */
   readonly document: DocumentNode;
   readonly operation: OperationDefinitionNode;
+  /** The document's prepared record (its deprecations, the operation's fixed cost), when it has one. */
+  readonly record: PreparedDocument | undefined;
   readonly variables: Record<string, unknown> | undefined;
   /** Which order events flush it; null: none can change it (TTL only). */
   readonly partition: string | null;
