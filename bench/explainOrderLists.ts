@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { OrderListFilter, OrderScan } from '../src/domain/orderScan.js';
 import { migrate } from '../src/store/migrations.js';
+import type { Queryable } from '../src/store/db.js';
 import { openDatabase } from '../src/store/open.js';
 import { countOrders, scanOrders } from '../src/store/orderPages.js';
 import { seed } from '../src/store/seed.js';
@@ -128,18 +129,19 @@ try {
     ],
   ];
   /** The statement `run` sends, without running it. */
-  const capture = async (
-    run: (q: { query: (sql: string, params?: readonly unknown[]) => Promise<never[]> }) => Promise<unknown>,
-  ) => {
+  const capture = async (run: (q: Queryable) => Promise<unknown>) => {
     // The first statement: a page from a cursor is one statement; the store looks behind the cursor with a second
-    // only when the cursor's order has left the list, which the empty answers here would make it think.
+    // only when the cursor's order has left the list, which the empty answers here would make it think. (The empty
+    // answer has no row description either: the store's check of it throws, and is ignored here.)
     let captured: { sql: string; params: readonly unknown[] } | undefined;
-    await run({
-      query: async (sql, params = []) => {
+    const q: Queryable = {
+      query: async (sql, params = []) => (await q.queryResult<never>(sql, params)).rows,
+      queryResult: async (sql, params = []) => {
         captured ??= { sql, params };
-        return [];
+        return { rows: [], fields: [] };
       },
-    }).catch(() => undefined);
+    };
+    await run(q).catch(() => undefined);
     return captured!;
   };
   const print = (title: string, rows: Record<string, string>[]) =>

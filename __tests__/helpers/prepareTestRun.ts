@@ -68,9 +68,13 @@ const db: Database = {
   kind: 'pglite',
   identity: 'template',
   query: async (sql, params) => (await pglite.query<never>(sql, params as unknown[] | undefined)).rows,
+  queryResult: (sql, params) => pglite.query<never>(sql, params as unknown[] | undefined),
   transaction: (fn) =>
     pglite.transaction((tx) =>
-      fn({ query: async (sql, params) => (await tx.query<never>(sql, params as unknown[] | undefined)).rows }),
+      fn({
+        query: async (sql, params) => (await tx.query<never>(sql, params as unknown[] | undefined)).rows,
+        queryResult: (sql, params) => tx.query<never>(sql, params as unknown[] | undefined),
+      }),
     ),
   ping: async () => void (await pglite.query('select 1')),
   close: () => pglite.close(),

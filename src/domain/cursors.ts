@@ -87,7 +87,19 @@ export function decodeOrderCursor(cursor: string): OrderCursor | null {
   return { position: { key, id }, fingerprint, backward: value.length === 4 };
 }
 
+/** Digests already made, by their JSON: a page's filter and sort are mostly ones asked for before. */
+const FINGERPRINTS = new Map<string, string>();
+/** Filters are the clients' own, so the memo is bounded: past this many it starts again. */
+const MAX_FINGERPRINTS = 1_000;
+
 /** A short digest of what a list's order depends on: equal for equal filters and sorts, whichever transport asked. */
 export function fingerprintOf(value: unknown): string {
-  return createHash('sha256').update(JSON.stringify(value)).digest('base64url').slice(0, 12);
+  const json = JSON.stringify(value);
+  let fingerprint = FINGERPRINTS.get(json);
+  if (fingerprint === undefined) {
+    fingerprint = createHash('sha256').update(json).digest('base64url').slice(0, 12);
+    if (FINGERPRINTS.size >= MAX_FINGERPRINTS) FINGERPRINTS.clear();
+    FINGERPRINTS.set(json, fingerprint);
+  }
+  return fingerprint;
 }

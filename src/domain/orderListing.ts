@@ -1,5 +1,5 @@
 import type { CustomerService } from './customers.js';
-import { decodeOrderCursor, encodeOrderCursor, fingerprintOf, type Position } from './cursors.js';
+import { decodeOrderCursor, encodeOrderCursor, fingerprintOf } from './cursors.js';
 import { invalidInput } from './errors.js';
 import { ID_PATTERN } from './ids.js';
 import { ORDER_STATUSES, type Order, type OrderStatus } from './model.js';
@@ -57,6 +57,63 @@ const emptyPage = (): OrderConnectionPage => ({
   backwardCursor: null,
   totalCount: async () => 0,
 });
+
+/**
+ * A page whose cursors are made only when asked for: a page read through `nodes` needs none. Classes, so that a page
+ * is made as a plain object is (an object literal with getters is built property by property at run time); what the
+ * getters read is private, so that the page serializes as the plain one did.
+ */
+class PageInfo {
+  readonly #start: PositionedOrder | undefined;
+  readonly #end: PositionedOrder | undefined;
+  readonly #fingerprint: string;
+  constructor(
+    readonly hasNextPage: boolean,
+    readonly hasPreviousPage: boolean,
+    edges: readonly PositionedOrder[],
+    fingerprint: string,
+  ) {
+    this.#start = edges[0];
+    this.#end = edges.at(-1);
+    this.#fingerprint = fingerprint;
+  }
+  get startCursor(): string | null {
+    return this.#start ? encodeOrderCursor(this.#start.position, this.#fingerprint) : null;
+  }
+  get endCursor(): string | null {
+    return this.#end ? encodeOrderCursor(this.#end.position, this.#fingerprint) : null;
+  }
+}
+
+class Page implements OrderConnectionPage {
+  readonly orders: readonly Order[];
+  readonly pageInfo: PageInfo;
+  readonly #edges: readonly PositionedOrder[];
+  readonly #fingerprint: string;
+  readonly #count: () => Promise<number>;
+  constructor(
+    edges: readonly PositionedOrder[],
+    fingerprint: string,
+    flags: { readonly hasNextPage: boolean; readonly hasPreviousPage: boolean },
+    count: () => Promise<number>,
+  ) {
+    this.orders = edges.map((e) => e.order);
+    this.pageInfo = new PageInfo(flags.hasNextPage, flags.hasPreviousPage, edges, fingerprint);
+    this.#edges = edges;
+    this.#fingerprint = fingerprint;
+    this.#count = count;
+  }
+  get edges(): OrderEdgeModel[] {
+    return this.#edges.map((e) => ({ cursor: encodeOrderCursor(e.position, this.#fingerprint), node: e.order }));
+  }
+  get backwardCursor(): string | null {
+    const start = this.#edges[0];
+    return start ? encodeOrderCursor(start.position, this.#fingerprint, true) : null;
+  }
+  totalCount(): Promise<number> {
+    return this.#count();
+  }
+}
 
 function pageSize(value: number | null | undefined, name: 'first' | 'last'): number | undefined {
   if (value === null || value === undefined) return undefined;
@@ -175,7 +232,7 @@ export function createOrderListing(deps: { orders: OrderRepository; customers: C
 
     const backward = last !== undefined;
     const size = last ?? first ?? CONNECTION_PAGE.default;
-    const edges: PositionedOrder[] = [];
+    let edges: readonly PositionedOrder[] = [];
     let more = false;
     let behind = false;
     if (size > 0) {
@@ -191,33 +248,15 @@ export function createOrderListing(deps: { orders: OrderRepository; customers: C
       });
       more = result.rows.length > size;
       behind = result.behind;
-      edges.push(...result.rows.slice(0, size));
-      if (backward) edges.reverse();
+      edges = more || backward ? result.rows.slice(0, size) : result.rows;
+      if (backward) (edges as PositionedOrder[]).reverse();
     }
-    const cursorOf = (p: Position) => encodeOrderCursor(p, fingerprint);
-    const start = edges[0];
-    const end = edges.at(-1);
-    // Cursors are made only when asked for: a page read through `nodes` needs none.
-    return {
-      get edges() {
-        return edges.map((e) => ({ cursor: cursorOf(e.position), node: e.order }));
-      },
-      orders: edges.map((e) => e.order),
-      pageInfo: {
-        hasNextPage: backward ? behind : more,
-        hasPreviousPage: backward ? more : behind,
-        get startCursor() {
-          return start ? cursorOf(start.position) : null;
-        },
-        get endCursor() {
-          return end ? cursorOf(end.position) : null;
-        },
-      },
-      get backwardCursor() {
-        return start ? encodeOrderCursor(start.position, fingerprint, true) : null;
-      },
-      totalCount: () => orders.count(scanned, TOTAL_COUNT_BOUND),
-    };
+    return new Page(
+      edges,
+      fingerprint,
+      { hasNextPage: backward ? behind : more, hasPreviousPage: backward ? more : behind },
+      () => orders.count(scanned, TOTAL_COUNT_BOUND),
+    );
   }
 
   return { connection };

@@ -2,7 +2,7 @@ import type { Position } from '../domain/cursors.js';
 import type { Order } from '../domain/model.js';
 import type { OrderListFilter, OrderScan, PositionedOrder } from '../domain/orderScan.js';
 import type { Queryable } from './db.js';
-import { toOrder } from './rows.js';
+import { orderRows } from './rows.js';
 
 const ORDER_COLUMNS = 'o.id, o.customer_id, o.status, o.total_cents, o.version, o.created_at, o.updated_at';
 const SORT_COLUMNS = { createdAt: 'created_at', updatedAt: 'updated_at' } as const;
@@ -169,11 +169,13 @@ export async function scanOrders(
     after ? { position: after, inclusive: probing } : undefined,
     scan.limit + (probing ? 1 : 0),
   );
-  let rows = await db.query<Row>(page.sql, page.params);
+  const result = await db.queryResult<Row>(page.sql, page.params);
+  const orders = orderRows.all(result);
+  let rows = orders.map((order, i) => ({ order, position: { key: result.rows[i]!.sort_key, id: order.id } }));
   let behind = false;
   if (probing) {
     const first = rows[0];
-    if (first && String(first.id) === after.id && storedKey(after.key) === first.sort_key) {
+    if (first && first.order.id === after.id && storedKey(after.key) === first.position.key) {
       behind = true;
       rows = rows.slice(1);
     } else {
@@ -182,10 +184,7 @@ export async function scanOrders(
       behind = (await db.query(probe.sql, probe.params)).length > 0;
     }
   }
-  return {
-    rows: rows.map((r) => ({ order: toOrder(r), position: { key: r.sort_key, id: String(r.id) } })),
-    behind,
-  };
+  return { rows, behind };
 }
 
 export async function countOrders(db: Queryable, filter: OrderListFilter, bound: number): Promise<number> {
@@ -207,6 +206,7 @@ export async function countOrders(db: Queryable, filter: OrderListFilter, bound:
 }
 
 export async function ordersByIds(db: Queryable, ids: readonly string[]): Promise<Order[]> {
-  const rows = await db.query(`select ${ORDER_COLUMNS} from orders o where o.id = any($1::text[])`, [ids]);
-  return rows.map(toOrder);
+  return orderRows.all(
+    await db.queryResult(`select ${ORDER_COLUMNS} from orders o where o.id = any($1::text[])`, [ids]),
+  );
 }

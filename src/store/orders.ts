@@ -1,12 +1,11 @@
 import type { Order, OrderItem, OrderStatus } from '../domain/model.js';
 import type { Queryable } from './db.js';
-import { toOrder, toOrderItem } from './rows.js';
+import { orderItemRows, orderRows } from './rows.js';
 
 const ORDER_COLUMNS = 'id, customer_id, status, total_cents, version, created_at, updated_at';
 
 export async function findOrder(db: Queryable, id: string): Promise<Order | null> {
-  const rows = await db.query(`select ${ORDER_COLUMNS} from orders where id = $1`, [id]);
-  return rows[0] ? toOrder(rows[0]) : null;
+  return orderRows.first(await db.queryResult(`select ${ORDER_COLUMNS} from orders where id = $1`, [id]));
 }
 
 /** Newest first; `customerId` narrows to one customer. */
@@ -18,12 +17,12 @@ export async function listOrders(db: Queryable, opts: { customerId?: string; lim
     where.push(`customer_id = $${params.length}`);
   }
   params.push(opts.limit);
-  const rows = await db.query(
+  const result = await db.queryResult(
     `select ${ORDER_COLUMNS} from orders ${where.length ? `where ${where.join(' and ')}` : ''}
      order by created_at desc, id desc limit $${params.length}`,
     params,
   );
-  return rows.map(toOrder);
+  return orderRows.all(result);
 }
 
 /** The newest `limit` orders of each customer, in one statement. */
@@ -32,7 +31,7 @@ export async function listOrdersOfCustomers(
   customerIds: readonly string[],
   limit: number,
 ): Promise<Order[]> {
-  const rows = await db.query(
+  const result = await db.queryResult(
     `select o.* from unnest($1::text[]) as c(id)
      cross join lateral (
        select ${ORDER_COLUMNS} from orders where customer_id = c.id
@@ -40,16 +39,16 @@ export async function listOrdersOfCustomers(
      ) o`,
     [customerIds, limit],
   );
-  return rows.map(toOrder);
+  return orderRows.all(result);
 }
 
 export async function itemsOfOrders(db: Queryable, orderIds: readonly string[]): Promise<OrderItem[]> {
-  const rows = await db.query(
+  const result = await db.queryResult(
     `select order_id, line_no, sku, qty, unit_price_cents from order_items
      where order_id = any($1::text[]) order by order_id, line_no`,
     [orderIds],
   );
-  return rows.map(toOrderItem);
+  return orderItemRows.all(result);
 }
 
 export async function insertOrder(
@@ -93,12 +92,12 @@ export async function updateOrderStatus(
   status: OrderStatus,
   expectedVersion: number,
 ): Promise<Order | null> {
-  const rows = await db.query(
+  const result = await db.queryResult(
     `update orders set status = $2, version = version + 1, updated_at = clock_timestamp()
      where id = $1 and version = $3 returning ${ORDER_COLUMNS}`,
     [id, status, expectedVersion],
   );
-  return rows[0] ? toOrder(rows[0]) : null;
+  return orderRows.first(result);
 }
 
 /** Replaces the lines of a pending order, compare-and-set on the version like updateOrderStatus. */
@@ -109,15 +108,17 @@ export async function replaceOrderItems(
   lines: readonly { sku: string; qty: number; unitPriceCents: number }[],
   totalCents: number,
 ): Promise<{ order: Order; items: OrderItem[] } | null> {
-  const rows = await db.query(
-    `update orders set total_cents = $3, version = version + 1, updated_at = clock_timestamp()
-     where id = $1 and version = $2 and status = 'pending' returning ${ORDER_COLUMNS}`,
-    [id, expectedVersion, totalCents],
+  const order = orderRows.first(
+    await db.queryResult(
+      `update orders set total_cents = $3, version = version + 1, updated_at = clock_timestamp()
+       where id = $1 and version = $2 and status = 'pending' returning ${ORDER_COLUMNS}`,
+      [id, expectedVersion, totalCents],
+    ),
   );
-  if (!rows[0]) return null;
+  if (!order) return null;
   await db.query('delete from order_items where order_id = $1', [id]);
   await insertItems(db, id, lines);
-  return { order: toOrder(rows[0]), items: lines.map((l, i) => ({ orderId: id, lineNo: i + 1, ...l })) };
+  return { order, items: lines.map((l, i) => ({ orderId: id, lineNo: i + 1, ...l })) };
 }
 
 /** Deletes the order (and its lines) if it is still at the expected version. */

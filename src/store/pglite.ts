@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
-import type { Database, Queryable } from './db.js';
+import type { Database, Queryable, ResultSet } from './db.js';
 import { traced } from './statementSpans.js';
 import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
 
@@ -28,17 +28,21 @@ export async function openPglite(dataDir: string | 'memory', opts: { loadDataDir
     // An embedded database belongs to this process alone.
     identity: randomUUID(),
     async query<R>(sql: string, params?: readonly unknown[]) {
+      return (await db.queryResult<R>(sql, params)).rows;
+    },
+    queryResult<R>(sql: string, params?: readonly unknown[]): Promise<ResultSet<R>> {
       db.onStatement?.();
-      const result = await traced(sql, ENGINE, () => pglite.query<R>(sql, params as unknown[] | undefined));
-      return result.rows;
+      return traced(sql, ENGINE, () => pglite.query<R>(sql, params as unknown[] | undefined));
     },
     transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       return pglite.transaction(async (inner) => {
         const tx: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
+            return (await tx.queryResult<R>(sql, params)).rows;
+          },
+          queryResult<R>(sql: string, params?: readonly unknown[]): Promise<ResultSet<R>> {
             db.onStatement?.();
-            const result = await traced(sql, ENGINE, () => inner.query<R>(sql, params as unknown[] | undefined));
-            return result.rows;
+            return traced(sql, ENGINE, () => inner.query<R>(sql, params as unknown[] | undefined));
           },
         };
         return fn(tx);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Socket } from 'node:net';
 import pg from 'pg';
-import type { Database, Queryable } from './db.js';
+import type { Database, Queryable, ResultSet } from './db.js';
 import { traced } from './statementSpans.js';
 import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
 import { databaseCircuit } from './circuit.js';
@@ -166,13 +166,13 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
       .digest('hex')
       .slice(0, 16),
     async query<R>(sql: string, params?: readonly unknown[]) {
+      return (await db.queryResult<R>(sql, params)).rows;
+    },
+    async queryResult<R>(sql: string, params?: readonly unknown[]): Promise<ResultSet<R>> {
       db.onStatement?.();
-      return withClient(async (client) => {
-        const result = await traced(sql, engine, () =>
-          client.query(statement(sql, params)).catch(translateDatabaseError),
-        );
-        return result.rows as R[];
-      });
+      return withClient((client) =>
+        traced(sql, engine, () => client.query(statement(sql, params)).catch(translateDatabaseError)),
+      );
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       return withClient(async (client, discard) => {
@@ -180,8 +180,11 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
           client.query(statement(sql, params)).catch(translateDatabaseError);
         const tx: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
+            return (await tx.queryResult<R>(sql, params)).rows;
+          },
+          queryResult<R>(sql: string, params?: readonly unknown[]): Promise<ResultSet<R>> {
             db.onStatement?.();
-            return (await traced(sql, engine, () => run(sql, params))).rows as R[];
+            return traced(sql, engine, () => run(sql, params));
           },
         };
         await run('begin');
