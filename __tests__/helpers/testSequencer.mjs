@@ -10,6 +10,7 @@ const Sequencer = testSequencer.default;
 
 const LONG_FIRST = [
   'integration/scim',
+  'integration/processes',
   'integration/rest',
   'integration/auth',
   'integration/identity-provider',
@@ -17,7 +18,6 @@ const LONG_FIRST = [
   'integration/subscriptions',
   'integration/browser',
   'integration/result-cache',
-  'integration/processes',
   'integration/readme-examples',
   'integration/graphql-clients',
   'unit/contract-check',
