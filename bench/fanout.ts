@@ -495,7 +495,7 @@ async function measure(
   const issuer = app.ready.issuer!;
   log(`app listening at ${url}`);
 
-  // Tokens for many users, signed with the embedded IdP's own key as bearer-tokens.test.ts does.
+  // Tokens for many users, signed with the embedded IdP's own key as auth.test.ts (block bearer-tokens) does.
   const admin = await connect(databaseUrl, schema);
   let key: JWK;
   let sku: string;

@@ -1,25 +1,27 @@
 // The order test files start in (jest.config.mjs `testSequencer`). Jest's own order runs the files that took
 // longest last time first, so that no long file starts near the end while the other workers sit idle; with no
 // timings yet (a fresh clone, a cleared cache) it falls back to file size, which says little here: some short files
-// wait for seconds (a sign-in lock to expire, a browser, child processes, a socket's buffers to fill). Those start
-// first on such a run, in this order, longest first; the rest keep Jest's order.
+// wait for seconds (a sign-in lock to expire, a browser, child processes, a socket's buffers to fill). On such a run
+// the files below start first, in this order: the longest of a measured run (docs/testing.md#how-long-it-takes),
+// longest first, with the short ones that wait; the rest keep Jest's order.
 import testSequencer from '@jest/test-sequencer';
 
 const Sequencer = testSequencer.default;
 
 const LONG_FIRST = [
+  'integration/scim',
+  'integration/processes',
+  'integration/rest',
+  'integration/auth',
+  'integration/identity-provider',
   'integration/subscriptions-slow-consumer',
-  'integration/signin-throttle',
-  'integration/process',
-  'unit/contract-check',
+  'integration/subscriptions',
+  'integration/browser',
   'integration/result-cache',
-  'integration/subscriptions-shared',
-  'integration/browser-signin',
-  'integration/graphiql',
   'integration/readme-examples',
-  'integration/auth-callback',
-  'integration/graphql-production',
-  'integration/event-ids-are-numbers',
+  'integration/graphql-clients',
+  'unit/contract-check',
+  'integration/signin-throttle',
 ];
 
 const rank = (test) => {

@@ -53,7 +53,7 @@ describe('a slow subscriber over a real socket', () => {
     // The document is within the query cost limit, but has more aliases and tokens than the defaults allow, and costs
     // more per event than a subscription may by default. A socket that stops reading also stops answering the
     // keep-alive pings: at the default 12 s a loaded machine could drop it (1006) before its buffer fills, so the
-    // pings are an hour apart here and only the buffer decides (stream-limits.test.ts checks the keep-alive).
+    // pings are an hour apart here and only the buffer decides (subscriptions.test.ts, block stream-limits, checks the keep-alive).
     server = await startTestServer({
       MAX_ALIASES: String(ALIASES),
       MAX_TOKENS: '5000',

@@ -21,9 +21,9 @@ import { TIMESTAMPTZ } from './timestamps.js';
  * - **the form of a timestamp:** the drivers' timestamptz parser (timestamps.ts) gives the API's 24-character form for
  *   every timestamp but ±infinity and years past 9999 or BC, which no constraint rules out: each row's length is checked;
  * - **nullability:** a row description does not say whether a column can be null. The columns read as non-null are
- *   `not null` in migrations/core.ts (all of them but customers' subject and email), which __tests__/unit/
- *   database-rows.test.ts checks against the migrated catalogue; the first row's values are also checked, which proves
- *   each parser gives the JavaScript type expected (every row of a column goes through the same parser).
+ *   `not null` in migrations/core.ts (all of them but customers' subject and email), which the database-rows block
+ *   of __tests__/unit/domain.test.ts checks against the migrated catalogue; the first row's values are also checked,
+ *   which proves each parser gives the JavaScript type expected (every row of a column goes through the same parser).
  */
 export class RowShapeError extends Error {
   override readonly name = 'RowShapeError';
