@@ -87,8 +87,11 @@ export function protocolPlugin(deps: {
     },
     // The compiled operation runs here; Apollo's execution step is left for results with errors (jitExecutor.ts).
     async responseForOperation(requestContext) {
-      const { compiled } =
-        preparedOf(requestContext.contextValue, requestContext.document, requestContext.operation) ?? {};
+      const compiled = preparedOf(
+        requestContext.contextValue,
+        requestContext.document,
+        requestContext.operation,
+      )?.compiled();
       const result = await (tracing.enabled
         ? tracing.inSpan('graphql.execute', {}, () => jit.run(requestContext, compiled))
         : jit.run(requestContext, compiled));

@@ -66,7 +66,8 @@ export function createJitExecutor(schema: GraphQLSchema, options: JitOptions = {
   ): CompiledQuery | ExecutionResult {
     const record = options.records?.get(hash);
     const prepared = record?.document === document ? operationIn(record, operationName) : undefined;
-    if (prepared?.compiled) return prepared.compiled;
+    const ready = prepared?.compiled();
+    if (ready) return ready;
     const key = operationName === undefined ? hash : `${hash}\u0000${operationName}`;
     const hit = compiled.get(key);
     if (hit) return hit.query;

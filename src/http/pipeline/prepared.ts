@@ -24,8 +24,11 @@ import { limitErrors, type DirectiveRules, type StaticLimits } from './limits.js
 /** What one operation of a prepared document needs at run time, worked out once. */
 export interface PreparedOperation {
   readonly operation: OperationDefinitionNode;
-  /** graphql-jit's compiled query, or the errors compiling it gave; none for a subscription. */
-  readonly compiled: CompiledQuery | ExecutionResult | undefined;
+  /**
+   * graphql-jit's compiled query, or the errors compiling it gave; none for a subscription. Compiled on the
+   * operation's first run, not with the record: a document may hold many operations and a request runs one.
+   */
+  compiled(): CompiledQuery | ExecutionResult | undefined;
   /** The cost (objects it may return), when it reads no variable. */
   readonly cost: number | undefined;
   /** The cache policy and its `Cache-Control` header, when no @skip/@include makes them depend on variables. */
@@ -48,14 +51,6 @@ export interface PreparedDocument {
 /** Why a document was not prepared: the stage that refused it, and its errors as graphql-js gave them. */
 export type Refusal = { readonly stage: 'parse' | 'limits' | 'validation'; readonly errors: readonly GraphQLError[] };
 
-/** What keeping a record costs: its source, its AST, and its compiled code with the closures around it. */
-function sizeOf(source: string, document: DocumentNode, operations: Iterable<PreparedOperation>): number {
-  let size = source.length + InMemoryLRUCache.sizeCalculation(document);
-  for (const { compiled } of operations)
-    if (compiled && isCompiledQuery(compiled)) size += 2 * compiled.query.toString().length + 1024;
-  return size;
-}
-
 /**
  * The prepared-operation records: one per document, found by its hash (a text by the hash sha256() remembers for
  * it), built once, when the document first validates, and kept least recently used first out within `maxBytes`. The
@@ -73,9 +68,20 @@ export function createPreparedDocuments(deps: {
   maxBytes?: number;
 }) {
   const { schema, parseOptions, limits, directives, rules } = deps;
+  /** The operations compiled so far, and what they compiled to. */
+  const compiledOf = new WeakMap<PreparedOperation, CompiledQuery | ExecutionResult>();
+  /** What keeping a record costs: its source, its AST, and the code compiled so far with the closures around it. */
+  const sizeOf = (record: PreparedDocument) => {
+    let size = record.source.length + InMemoryLRUCache.sizeCalculation(record.document);
+    for (const operation of record.operations.values()) {
+      const compiled = compiledOf.get(operation);
+      if (compiled && isCompiledQuery(compiled)) size += 2 * compiled.query.toString().length + 1024;
+    }
+    return size;
+  };
   const records = new LRUCache<string, PreparedDocument>({
     maxSize: deps.maxBytes ?? 48 * 2 ** 20,
-    sizeCalculation: (record) => sizeOf(record.source, record.document, record.operations.values()),
+    sizeCalculation: sizeOf,
   });
   const parses = new Counter({
     name: 'graphql_document_parses_total',
@@ -89,17 +95,36 @@ export function createPreparedDocuments(deps: {
   preparedParses.inc(0);
   apolloParses.inc(0);
 
-  function prepareOperation(document: DocumentNode, operation: OperationDefinitionNode, conditional: boolean) {
-    const name = operation.name?.value;
+  function prepareOperation(
+    hash: string,
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+    conditional: boolean,
+  ): PreparedOperation {
     const { cost, readsVariables } = costOf(schema, document, operation, {});
     const policy = conditional ? undefined : derivePolicy(schema, document, operation);
-    return {
+    const prepared: PreparedOperation = {
       operation,
-      compiled: operation.operation === 'subscription' ? undefined : compileQuery(schema, document, name),
+      compiled() {
+        if (operation.operation === 'subscription') return undefined;
+        let compiled = compiledOf.get(prepared);
+        if (compiled === undefined) {
+          compiled = compileQuery(schema, document, operation.name?.value);
+          compiledOf.set(prepared, compiled);
+          // Counted from now on: lru-cache sizes an entry when it is set, so the record is set again.
+          const record = records.peek(hash);
+          if (record?.operations.get(operation) === prepared) {
+            records.delete(hash);
+            records.set(hash, record);
+          }
+        }
+        return compiled;
+      },
       cost: readsVariables ? undefined : cost,
       policy,
       cacheControl: policy && cacheControlHeader(policy),
     };
+    return prepared;
   }
 
   function build(source: string, hash: string): PreparedDocument | Refusal {
@@ -126,7 +151,7 @@ export function createPreparedDocuments(deps: {
     const operations = new Map<OperationDefinitionNode, PreparedOperation>();
     for (const definition of document.definitions)
       if (definition.kind === Kind.OPERATION_DEFINITION)
-        operations.set(definition, prepareOperation(document, definition, conditional));
+        operations.set(definition, prepareOperation(hash, document, definition, conditional));
     const record = { hash, source, document, deprecations: deprecatedUses(schema, document), operations };
     records.set(hash, record);
     return record;
