@@ -280,7 +280,7 @@ const PEERS: readonly { name: string; script: string; env?: Record<string, strin
   // The same stack on this app's request path (front door, hash once, Apollo by hash, jit), with none of its features.
   { name: 'apollo-minimal', script: './peers/apolloMinimal.ts' },
 ];
-const PEER_SCENARIOS = new Set(['recentOrders-20', 'recentOrders-100', 'order-by-id']);
+const PEER_SCENARIOS = new Set(['recentOrders-20', 'recentOrders-100', 'order-by-id', 'orders-filtered-50']);
 
 /** A peer must answer 200, without errors, about the same records as the floor; returns its body. */
 async function checkPeer(scenario: Scenario, name: string, peer: string, floorBody: string): Promise<string> {

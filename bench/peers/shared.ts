@@ -1,6 +1,7 @@
 /**
- * What the GraphQL peers (bench/peers/mercurius.ts, yoga.ts, apollo.ts) share: the schema subset the list-of-100
- * and one-order scenarios ask for, the same SQL as the app and the floor run (src/store/orders.ts, customers.ts),
+ * What the GraphQL peers (bench/peers/mercurius.ts, yoga.ts, apollo.ts) share: the schema subset the list-of-100,
+ * one-order and filtered-page scenarios ask for, the same SQL as the app and the floor run (src/store/orders.ts,
+ * customers.ts, orderPages.ts),
  * the floor's pool with its counters for `GET /metrics` (bench/countingPool.ts), and a DataLoader per request for the
  * customers (one statement for the distinct ids of a list, as the app's loaders batch them).
  *
@@ -26,9 +27,20 @@ export const typeDefs = /* GraphQL */ `
     status: OrderStatus!
     customer: Customer!
   }
+  input DateTimeRange {
+    gte: String
+  }
+  input OrderFilter {
+    status: [OrderStatus!]
+    createdAt: DateTimeRange
+  }
+  type OrderConnection {
+    nodes: [Order!]!
+  }
   type Query {
     recentOrders(first: Int = 20): [Order!]!
     order(id: ID!): Order
+    orders(first: Int = 20, filter: OrderFilter): OrderConnection!
   }
 `;
 
@@ -41,6 +53,12 @@ interface OrderRow {
   customer_id: string;
   status: string;
 }
+interface OrderFilterArgs {
+  status: string[];
+  createdAt: { gte: string };
+}
+/** The keyset page's columns, as store/orderPages.ts and the floor select them. */
+const PAGE_COLUMNS = `o.id, o.customer_id, o.status, o.total_cents, o.version, o.created_at, o.updated_at, to_char(o.created_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as sort_key`;
 interface CustomerRow {
   id: string;
   name: string;
@@ -68,6 +86,22 @@ export function createPeerData() {
         ]),
       order: async (_: unknown, args: { id: string }) =>
         (await query<OrderRow>(`select ${ORDER_COLUMNS} from orders where id = $1`, [args.id]))[0] ?? null,
+      /**
+       * The filtered page only (statuses and a lower bound on createdAt, bench/scenarios.ts's orders-filtered-50), in
+       * the floor's statement: one scan per status merged in key order, one row more than the page.
+       */
+      orders: async (_: unknown, args: { first?: number | null; filter: OrderFilterArgs }) => {
+        const first = Math.min(args.first ?? 20, MAX_FIRST);
+        const rows = await query<OrderRow>(
+          `select p.* from unnest($1::text[]) as st(status)
+            cross join lateral (select ${PAGE_COLUMNS} from orders o
+              where o.created_at >= $2::timestamptz and o.status = st.status
+              order by o.created_at desc, o.id desc limit ${first + 1}) p
+            order by created_at desc, id desc limit ${first + 1}`,
+          [args.filter.status.map((s) => s.toLowerCase()), args.filter.createdAt.gte],
+        );
+        return { nodes: rows.slice(0, first) };
+      },
     },
     Order: {
       status: (order: OrderRow) => order.status.toUpperCase(),
