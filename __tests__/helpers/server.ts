@@ -149,6 +149,8 @@ export async function startTestServer(
       DATA_DIR: 'memory',
       // Many servers share a process and production ones default to 9464: each takes a free metrics port.
       METRICS_PORT: '0',
+      // No balancer watches a test server's /readyz: closing one in production mode (5 s by default) would only wait.
+      DRAIN_DELAY_S: '0',
       ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL, DATABASE_SCHEMA: schema! } : {}),
       ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
       ...env,

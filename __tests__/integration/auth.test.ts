@@ -13,9 +13,13 @@ import { type CryptoKey, exportJWK, generateKeyPair, importJWK, type JWK, SignJW
 import * as oidc from 'openid-client';
 import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { sharedTestServer } from '../helpers/sharedServer.js';
 import { startSwitchableIssuer, type SwitchableIssuer } from '../helpers/switchableIssuer.js';
 import { testDataDir } from '../helpers/testRun.js';
 import { location, signIn, signInAtIdp, signOut, startLogin, WebClient } from '../helpers/webClient.js';
+
+/** The default server, for the blocks below that own their data (see the helper). */
+const sharedServer = sharedTestServer();
 
 // ─── was __tests__/integration/auth-callback.test.ts ───
 describe('auth-callback', () => {
@@ -53,10 +57,9 @@ describe('auth-callback', () => {
     let base: string;
 
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       base = server.running.publicUrl;
     });
-    afterAll(() => server?.close());
 
     test('refuses a callback without the login cookie of this browser', async () => {
       const before = await sessionCount(server);
@@ -682,13 +685,12 @@ describe('cookie-csrf', () => {
     let server: TestServer;
     let session: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       const browser = new WebClient();
       const { response } = await signIn(browser, server.running.publicUrl, 'alice');
       assert.equal(response.status, 303);
       session = `${SESSION}=${browser.cookie(server.running.publicUrl, SESSION)!}`;
     });
-    afterAll(() => server.close());
 
     test('a browser holding an unrelated theme=dark cookie reads public products with a simple GET /graphql', async () => {
       const res = await request(server.url)
@@ -828,10 +830,9 @@ describe('signin-return-to', () => {
     let server: TestServer;
     let base: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       base = server.running.publicUrl;
     });
-    afterAll(() => server.close());
 
     for (const returnTo of HOSTILE) {
       test(`returnTo ${JSON.stringify(returnTo)} is refused or lands on this site after signing in`, async () => {
@@ -892,13 +893,12 @@ describe('bearer-tokens', () => {
     let alice: string;
     let rsaKey: JWK;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       alice = await server.token('alice');
       // Tokens signed with the IdP's own key prove that each refusal below is for the reason it names.
       const [row] = await server.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
       rsaKey = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
     });
-    afterAll(() => server.close());
 
     const sign = async (claims: Record<string, unknown>, opts: { exp?: number | null; key?: JWK } = {}) => {
       const key = opts.key ?? rsaKey;
@@ -1125,10 +1125,9 @@ describe('issuer-ignores-host', () => {
     let server: TestServer;
     let issuer: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       issuer = server.running.app.issuer;
     });
-    afterAll(() => server.close());
 
     test('the discovery document names the configured issuer, whatever the Host header says', async () => {
       const res = await request(server.url)

@@ -17,7 +17,11 @@ import {
   rawProof,
 } from '../helpers/dpop.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { sharedTestServer } from '../helpers/sharedServer.js';
 import { subscriber } from '../helpers/subscriber.js';
+
+/** The default server, for the blocks below that own their data (see the helper). */
+const sharedServer = sharedTestServer();
 
 // ─── was __tests__/integration/dpop-proofs.test.ts ───
 describe('dpop-proofs', () => {
@@ -28,11 +32,10 @@ describe('dpop-proofs', () => {
     let session: DpopSession;
     let htu: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       session = await dpopLogin(server.running.app.issuer, 'alice');
       htu = `${server.running.publicUrl}/v1/orders`;
     });
-    afterAll(() => server.close());
 
     const proof = (opts: Partial<ProofOptions> = {}, keyPair = session.keyPair) =>
       makeProof(keyPair, { htm: 'GET', htu, token: session.token, ...opts });
@@ -220,11 +223,10 @@ describe('dpop-tokens', () => {
     let bound: DpopSession;
     let plain: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       publicUrl = server.running.publicUrl;
       [bound, plain] = await Promise.all([dpopLogin(server.running.app.issuer, 'alice'), server.token('alice')]);
     });
-    afterAll(() => server.close());
 
     test('the embedded IdP binds the token to the key openid-client proved at the token endpoint', async () => {
       assert.equal(bound.tokenType.toLowerCase(), 'dpop');

@@ -4,13 +4,17 @@
 // its tests unchanged, starting the servers it starts; none shares a server with another block.
 import assert from 'node:assert/strict';
 import { zstdCompressSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, test } from '@jest/globals';
+import { beforeAll, describe, test } from '@jest/globals';
 import { getIntrospectionQuery } from 'graphql';
 import { serverAudits } from 'graphql-http';
 import request from 'supertest';
 import { aliases, chainedFragments, createOrders, FAN_OUT } from '../helpers/hostile.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { type TestServer } from '../helpers/server.js';
+import { sharedTestServer } from '../helpers/sharedServer.js';
 import { codeOf, send, type Transport, TRANSPORTS } from '../helpers/transports.js';
+
+/** The default server, for the blocks below that own their data (see the helper). */
+const sharedServer = sharedTestServer();
 
 // ─── was __tests__/integration/graphql-queries.test.ts ───
 describe('graphql-queries', () => {
@@ -27,10 +31,9 @@ describe('graphql-queries', () => {
     let bob: string;
     let carol: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       ({ alice, bob, carol } = await server.users());
     });
-    afterAll(() => server.close());
 
     test('introspection shows the reference fields with their exact types and defaults', async () => {
       const { status, body } = await server.gql(`{
@@ -336,10 +339,9 @@ describe('graphql-mutations', () => {
     let bob: string;
     let carol: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       ({ alice, bob, carol } = await server.users());
     });
-    afterAll(() => server.close());
 
     const place = async (
       token: string,
@@ -507,10 +509,9 @@ describe('graphql-limits', () => {
     let alice: string;
     let carol: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       ({ alice, carol } = await server.users());
     });
-    afterAll(() => server.close());
 
     /** Alice's newest order: a refused batch of createOrder must leave it as it was. */
     const newestOrder = async () => {
@@ -745,9 +746,8 @@ describe('graphql-over-http', () => {
   describe('GraphQL over HTTP', () => {
     let server: TestServer;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
     });
-    afterAll(() => server.close());
 
     test('passes every graphql-http server audit (MUST, SHOULD and MAY) with no warning or notice', async () => {
       const audits = serverAudits({ url: `${server.url}/graphql` });
@@ -916,9 +916,8 @@ describe('graphql-unreadable-bodies', () => {
   describe('a body GraphQL cannot read is a GraphQL 400, not a 500', () => {
     let server: TestServer;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
     });
-    afterAll(() => server.close());
 
     for (const path of ['/graphql', '/graphql/stream']) {
       for (const encoding of ['gzip', 'deflate', 'br']) {
@@ -1092,10 +1091,9 @@ describe('deprecation', () => {
     let server: TestServer;
     let alice: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       alice = await server.token('alice');
     });
-    afterAll(() => server.close());
 
     /** `graphql_deprecated_uses_total{member=…,client=…}` from /metrics; 0 before the first use. */
     async function uses(member: string, client: string): Promise<number> {
@@ -1162,9 +1160,8 @@ describe('cache-policy', () => {
   describe('Cache-Control from the document', () => {
     let server: TestServer;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
     });
-    afterAll(() => server.close());
 
     const get = (query: string, variables?: Record<string, unknown>, token?: string) => {
       const vars = variables ? `&variables=${encodeURIComponent(JSON.stringify(variables))}` : '';

@@ -29,11 +29,15 @@ import { type Problem, send } from '../helpers/http.js';
 import { rest, type RestResponse } from '../helpers/openapi.js';
 import { answerTotp, enrolmentCode, follow, formAction, totpCode } from '../helpers/secondFactor.js';
 import { mfaLogin, startTestServer, type TestServer } from '../helpers/server.js';
+import { sharedTestServer } from '../helpers/sharedServer.js';
 import { SoftAuthenticator, webauthnOptions } from '../helpers/softAuthenticator.js';
 import { startSwitchableIssuer, type SwitchableIssuer } from '../helpers/switchableIssuer.js';
 import { testDatabase } from '../helpers/testRun.js';
 import { send as sendOver, type Transport } from '../helpers/transports.js';
 import { location, signIn, signInAtIdp, startLogin, WebClient } from '../helpers/webClient.js';
+
+/** The default server, for the blocks below that own their data (see the helper). */
+const sharedServer = sharedTestServer();
 
 // ─── was __tests__/integration/idp.test.ts ───
 describe('idp', () => {
@@ -485,11 +489,10 @@ describe('idp-metadata', () => {
     let issuer: string;
     let apiUrl: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       issuer = server.running.app.issuer;
       apiUrl = server.running.publicUrl;
     });
-    afterAll(() => server.close());
 
     const login = (opts: { user?: string; scope?: string; resource?: string } = {}) =>
       loginWithPkce({
@@ -1500,14 +1503,13 @@ describe('step-up', () => {
     let carolMfa: string;
 
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       [alice, carolPassword, carolMfa] = await Promise.all([
         server.token('alice'),
         server.token('carol', { mfa: false }),
         server.token('carol'),
       ]);
     });
-    afterAll(() => server.close());
 
     const call = (method: string, path: string, opts: Parameters<typeof rest>[3] = {}, url = server.url) =>
       rest(url, method, path, opts);

@@ -32,7 +32,11 @@ import {
   type RestResponse,
 } from '../helpers/openapi.js';
 import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
+import { sharedTestServer } from '../helpers/sharedServer.js';
 import { location, signIn, startLogin, WebClient } from '../helpers/webClient.js';
+
+/** The default server, for the blocks below that own their data (see the helper). */
+const sharedServer = sharedTestServer();
 
 // ─── was __tests__/integration/rest-orders.test.ts ───
 describe('rest-orders', () => {
@@ -61,10 +65,9 @@ describe('rest-orders', () => {
     let bob: string;
     let carol: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       ({ alice, bob, carol } = await server.users());
     });
-    afterAll(() => server.close());
 
     const call = (method: string, path: string, opts: Parameters<typeof rest>[3] = {}) =>
       rest(server.url, method, path, opts);
@@ -949,7 +952,7 @@ describe('rest-hostile-input', () => {
     let carol: string;
     let orderId: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       ({ alice, carol } = await server.users());
       const res = await request(server.url)
         .post('/v1/orders')
@@ -960,7 +963,6 @@ describe('rest-hostile-input', () => {
         .expect(201);
       orderId = (res.body as { id: string }).id;
     });
-    afterAll(() => server.close());
 
     const list = (cursor: string) =>
       request(server.url).get('/v1/orders').query({ cursor }).set('authorization', `Bearer ${alice}`);
@@ -1230,10 +1232,9 @@ describe('rest-idempotency', () => {
     let alice: string;
     let bob: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       [alice, bob] = await Promise.all([server.token('alice'), server.token('bob')]);
     });
-    afterAll(() => server.close());
 
     const post = (token: string, key: string | undefined, body: unknown = { items }) =>
       rest(server.url, 'POST', '/orders', {
@@ -1457,10 +1458,9 @@ describe('rest-generated-client', () => {
     let server: TestServer;
     let alice: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       alice = await server.token('alice');
     });
-    afterAll(() => server.close());
 
     test('the committed client types are what openapi-typescript generates from the served document', async () => {
       const served = await server.http.get('/v1/openapi.json');
@@ -1710,11 +1710,10 @@ describe('customers-created-on-first-request', () => {
     let server: TestServer;
     let key: JWK;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       const [row] = await server.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
       key = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
     });
-    afterAll(() => server.close());
 
     /** A token for a subject the API has never seen, signed by the embedded issuer. */
     const tokenFor = async (sub: string) => {
@@ -1763,9 +1762,8 @@ describe('http-unparsable-requests', () => {
   describe('a request Node cannot parse is answered as problem details, not a bare status line', () => {
     let server: TestServer;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
     });
-    afterAll(() => server.close());
 
     /** Writes bytes on a fresh socket and reads everything until the server closes it. */
     async function rawExchange(bytes: string): Promise<{ statusLine: string; headers: string; body: string }> {
@@ -1946,10 +1944,9 @@ describe('security-headers', () => {
     let server: TestServer;
     let base: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       base = server.running.publicUrl;
     });
-    afterAll(() => server.close());
 
     for (const [method, path, accept] of [
       ['GET', '/', 'application/json'],
