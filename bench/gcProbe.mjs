@@ -1,0 +1,14 @@
+// Loaded by `npm run bench -- --topology` into each replica it starts (`--expose-gc --import`), never by the app
+// itself: on SIGUSR2 the replica runs a full garbage collection and logs what it holds after it, as one JSON line on
+// stdout beside its own log (the bench reads it there). The soak compares these readings, which do not depend on
+// where on the collector's sawtooth a sample falls, as RSS samples between collections do.
+import { setTimeout } from 'node:timers';
+
+process.on('SIGUSR2', () => {
+  globalThis.gc();
+  // A second later: V8's sweeper threads hand the freed pages back to the system after the pause.
+  setTimeout(() => {
+    const { rss, heapUsed, external } = process.memoryUsage();
+    process.stdout.write(`${JSON.stringify({ msg: 'bench gc', rss, heapUsed, external })}\n`);
+  }, 1000);
+});
