@@ -8,7 +8,8 @@ process.on('SIGUSR2', () => {
   globalThis.gc();
   // A second later: V8's sweeper threads hand the freed pages back to the system after the pause.
   setTimeout(() => {
-    const { rss, heapUsed, external } = process.memoryUsage();
-    process.stdout.write(`${JSON.stringify({ msg: 'bench gc', rss, heapUsed, external })}\n`);
+    const { rss, heapTotal, heapUsed, external, arrayBuffers } = process.memoryUsage();
+    const reading = { msg: 'bench gc', rss, heapTotal, heapUsed, external, arrayBuffers };
+    process.stdout.write(`${JSON.stringify(reading)}\n`);
   }, 1000);
 });

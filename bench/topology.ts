@@ -48,18 +48,29 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
 /** Both replicas' RSS and V8 heap in use right after a full collection in each (bench/gcProbe.mjs). */
-async function afterFullGc(replicas: readonly Replica[]): Promise<{ rss: number; heap: number }> {
+async function afterFullGc(replicas: readonly Replica[]): Promise<GcReading> {
   const readings = await Promise.all(
     replicas.map((r) => {
       const logged = r.waitForLog((e) => e.msg === 'bench gc');
       r.child.kill('SIGUSR2');
-      return logged as Promise<{ rss: number; heapUsed: number }>;
+      return logged as Promise<Record<keyof GcReading, number>>;
     }),
   );
+  const sum = (key: keyof GcReading) => readings.reduce((a, r) => a + r[key], 0);
   return {
-    rss: readings.reduce((a, r) => a + r.rss, 0),
-    heap: readings.reduce((a, r) => a + r.heapUsed, 0),
+    rss: sum('rss'),
+    heapTotal: sum('heapTotal'),
+    heapUsed: sum('heapUsed'),
+    external: sum('external'),
+    arrayBuffers: sum('arrayBuffers'),
   };
+}
+interface GcReading {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
 }
 
 async function rssOf(replica: Replica): Promise<number> {
@@ -394,7 +405,7 @@ async function devicesAndSoak(setup: {
     // the warm-up minute is over, against what they hold at the end, with the same devices open.
     const samples: { at: number; rss: number }[] = [];
     const start = performance.now();
-    let warm: { at: number; rss: number; heap: number } | undefined;
+    let warm: ({ at: number } & GcReading) | undefined;
     let orders = 0;
     let reconnects = 0;
     let tick = 0;
@@ -424,11 +435,14 @@ async function devicesAndSoak(setup: {
     const growth = (a: number, b: number) => ((b - a) / a) * 100;
     const rssGrowth = growth(from.rss, end.rss);
     const peak = Math.max(...samples.map((x) => x.rss));
+    const change = (key: keyof GcReading) =>
+      `${mb(from[key])} → ${mb(end[key])} MB (${growth(from[key], end[key]).toFixed(1)} %)`;
     console.log(
       `soak ${soakSeconds} s: ${orders} orders, ${reconnects} reconnects, ${live} of ${devices.length} devices live at the end; ` +
-        `after a full collection, RSS ${mb(from.rss)} MB at ${from.at.toFixed(0)} s → ${mb(end.rss)} MB at ${end.at.toFixed(0)} s ` +
-        `(${rssGrowth.toFixed(1)} %), V8 heap in use ${mb(from.heap)} → ${mb(end.heap)} MB (${growth(from.heap, end.heap).toFixed(1)} %); ` +
-        `between collections the RSS peaked at ${mb(peak)} MB (target ≤ 5 % growth after warm-up; ${rssGrowth <= 5 ? 'met' : 'not met'})`,
+        `after a full collection at ${from.at.toFixed(0)} s and at ${end.at.toFixed(0)} s: RSS ${change('rss')}, ` +
+        `V8 heap in use ${change('heapUsed')}, V8 heap committed ${change('heapTotal')}, outside the heap ` +
+        `${change('external')} (of which ArrayBuffers ${change('arrayBuffers')}); between collections the RSS peaked ` +
+        `at ${mb(peak)} MB (target ≤ 5 % growth after warm-up; ${rssGrowth <= 5 ? 'met' : 'not met'})`,
     );
     console.log(
       `soak RSS samples between collections, every 10 s (s: MB): ${samples.map((x) => `${x.at.toFixed(0)}: ${mb(x.rss)}`).join(', ')}`,
