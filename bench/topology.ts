@@ -406,6 +406,8 @@ async function devicesAndSoak(setup: {
     const samples: { at: number; rss: number }[] = [];
     const start = performance.now();
     let warm: ({ at: number } & GcReading) | undefined;
+    /** Every reading after a collection, two minutes apart: whether what grows keeps growing or levels off. */
+    const collected: ({ at: number } & GcReading)[] = [];
     let orders = 0;
     let reconnects = 0;
     let tick = 0;
@@ -425,7 +427,10 @@ async function devicesAndSoak(setup: {
       }
       const at = (performance.now() - start) / 1000;
       if (tick % 10 === 0) samples.push({ at, rss: await rss() });
-      if (!warm && at >= 60) warm = { at, ...(await afterFullGc(replicas)) };
+      if (!warm && at >= 60) {
+        warm = { at, ...(await afterFullGc(replicas)) };
+        collected.push(warm);
+      } else if (warm && at - collected.at(-1)!.at >= 120) collected.push({ at, ...(await afterFullGc(replicas)) });
       await sleep(1000);
     }
     await sleep(3000);
@@ -443,6 +448,11 @@ async function devicesAndSoak(setup: {
         `V8 heap in use ${change('heapUsed')}, V8 heap committed ${change('heapTotal')}, outside the heap ` +
         `${change('external')} (of which ArrayBuffers ${change('arrayBuffers')}); between collections the RSS peaked ` +
         `at ${mb(peak)} MB (target ≤ 5 % growth after warm-up; ${rssGrowth <= 5 ? 'met' : 'not met'})`,
+    );
+    console.log(
+      `soak after each full collection (s: RSS / heap in use MB): ${[...collected, end]
+        .map((x) => `${x.at.toFixed(0)}: ${mb(x.rss)} / ${mb(x.heapUsed)}`)
+        .join(', ')}`,
     );
     console.log(
       `soak RSS samples between collections, every 10 s (s: MB): ${samples.map((x) => `${x.at.toFixed(0)}: ${mb(x.rss)}`).join(', ')}`,
