@@ -860,7 +860,10 @@ describe('idp-second-factors', () => {
     describe('passkeys', () => {
       const bob = new SoftAuthenticator('');
 
-      /** Bob's passkey, bound with the enrolment code issued to him: the tests below sign in with it. */
+      /**
+       * Bob's passkey, bound with the enrolment code issued to him, and used once to sign in (so the server holds a
+       * signature counter past 1): the tests below sign in with it.
+       */
       beforeAll(async () => {
         Object.assign(bob, { origin: rp });
         const browser = await signedInWithPassword('bob');
@@ -875,6 +878,9 @@ describe('idp-second-factors', () => {
           { origin: rp },
         );
         assert.equal(res.status, 200, alertOf(await res.text()) ?? '');
+        const step = await passkeyStep();
+        await settle(step.browser, await step.browser.post(step.action, { response: bob.assert(step.options) }));
+        assert.equal((await sessionOf(step.browser))?.sub, 'bob');
       });
 
       /** Bob's sign-in page (or second-factor page), its options, and where the answer goes. */
