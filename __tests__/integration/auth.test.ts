@@ -510,7 +510,7 @@ describe('auth-sessions', () => {
     let b: TestServer;
 
     beforeAll(async () => {
-      a = await startTestServer();
+      a = await startTestServer({}, { replicated: true });
       b = await startTestServer(
         { OIDC_ISSUER: a.running.app.issuer, OIDC_CLIENT_ID: 'orders-web', OIDC_CLIENT_SECRET: 'orders-web-secret' },
         { sameDatabaseAs: a },

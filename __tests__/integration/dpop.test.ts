@@ -412,7 +412,7 @@ describe('dpop-replicas', () => {
       let session: DpopSession;
       let htu: string;
       beforeAll(async () => {
-        a = await startTestServer(env);
+        a = await startTestServer(env, { replicated: true });
         // Both behind one load balancer: one PUBLIC_URL, so a proof's htu is valid at either replica.
         b = await startTestServer(
           { ...env, OIDC_ISSUER: a.running.app.issuer, PUBLIC_URL: a.running.publicUrl },

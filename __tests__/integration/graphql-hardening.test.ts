@@ -333,7 +333,7 @@ describe('graphql-cop-probes', () => {
     let development: TestServer;
     let production: TestServer;
     beforeAll(async () => {
-      development = await startTestServer();
+      development = await startTestServer({}, { replicated: true });
       // Production refuses the embedded IdP and database: it trusts development's IdP and shares its database.
       production = await startTestServer(
         { NODE_ENV: 'production', OIDC_ISSUER: development.running.app.issuer },
@@ -734,7 +734,7 @@ describe('graphql-production', () => {
     beforeAll(async () => {
       // Production refuses the embedded IdP and database, so it trusts a development instance's IdP and
       // borrows its database, as replicas do.
-      dev = await startTestServer();
+      dev = await startTestServer({}, { replicated: true });
       const issuer = dev.running.app.issuer;
       prod = await startTestServer({ NODE_ENV: 'production', OIDC_ISSUER: issuer }, { sameDatabaseAs: dev });
       const manifest = join(mkdtempSync(join(tmpdir(), 'orders-manifest-')), 'persisted-documents.json');

@@ -37,7 +37,7 @@ import { send as sendOver, type Transport } from '../helpers/transports.js';
 import { location, signIn, signInAtIdp, startLogin, WebClient } from '../helpers/webClient.js';
 
 /** The default server, for the blocks below that own their data (see the helper). */
-const sharedServer = sharedTestServer();
+const sharedServer = sharedTestServer({ replicated: true });
 
 // ─── was __tests__/integration/idp.test.ts ───
 describe('idp', () => {
@@ -1256,7 +1256,7 @@ describe('idp-second-factors', () => {
       let lenientBase: string;
 
       beforeAll(async () => {
-        strict = await startTestServer({ STEP_UP_MAX_AGE_S: '1' });
+        strict = await startTestServer({ STEP_UP_MAX_AGE_S: '1' }, { replicated: true });
         lenient = await startTestServer({}, { sameDatabaseAs: strict });
         strictBase = strict.running.publicUrl;
         lenientBase = lenient.running.publicUrl;

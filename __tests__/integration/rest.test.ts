@@ -1783,7 +1783,7 @@ describe('rate-limit-rest', () => {
     beforeAll(async () => {
       redis = await startRedis();
       const env = { REDIS_URL: redis.url, RATE_LIMIT_POINTS: String(POINTS) };
-      a = await startTestServer(env);
+      a = await startTestServer(env, { replicated: true });
       b = await startTestServer({ ...env, OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
     });
 
