@@ -111,14 +111,28 @@ export function mfaLogin(user: string, mfa = true): { acrValues?: string; totpSe
 const statementScope = new AsyncLocalStorage<{ statements: number }>();
 
 /**
+ * The event outbox poll of a server that shares its database with no other: production's 5 s. Its own writes reach its
+ * listeners without the poll (store/eventBus.ts: delivered at once, or brought back by Redis), and an idle server
+ * polling every 200 ms costs 37 ms of CPU a second against 14 ms (docs/testing.md#how-long-it-takes).
+ */
+const ALONE_EVENT_POLL_MS = '5000';
+/** Servers started with that poll: another may not join their database (it would wait up to 5 s to be heard). */
+const pollingSlowly = new WeakSet<TestServer>();
+
+/**
  * Starts the real server on port 0: embedded PGlite by default, or — when the environment names them, as CI's
  * second pass does — the PostgreSQL server in a schema of its own and the Redis server. `sameDatabaseAs` starts a
- * second app instance over the first one's database: its own pool on the same schema, or the same PGlite.
+ * second app instance over the first one's database: its own pool on the same schema, or the same PGlite. The first
+ * must have been started with `replicated: true` (or an EVENT_POLL_MS of its own): a server alone on its database polls
+ * the event outbox every 5 s, replicas every 200 ms (the test default), since without Redis they hear each other only
+ * through that poll.
  */
 export async function startTestServer(
   env: Record<string, string> = {},
   opts: {
     sameDatabaseAs?: TestServer;
+    /** Another server will share this one's database (`sameDatabaseAs`): keep the test default poll of 200 ms. */
+    replicated?: boolean;
     /** Receives the server's log entries of level warn and above (instead of TEST_LOG_LEVEL's output). */
     onLog?: (entry: { level: number; msg: string } & Record<string, unknown>) => void;
     /** The server's logger, made by the test (say, src/logger.ts's with a destination it reads). */
@@ -128,6 +142,10 @@ export async function startTestServer(
   } = {},
 ): Promise<TestServer> {
   const shared = opts.sameDatabaseAs;
+  if (shared && pollingSlowly.has(shared)) {
+    throw new Error('start the server whose database another shares with { replicated: true } (or an EVENT_POLL_MS)');
+  }
+  const alone = !shared && !opts.replicated && env.EVENT_POLL_MS === undefined;
   let owned: TestDatabase | undefined;
   let db: Database;
   let schema: string | undefined;
@@ -151,6 +169,7 @@ export async function startTestServer(
       METRICS_PORT: '0',
       // No balancer watches a test server's /readyz: closing one in production mode (5 s by default) would only wait.
       DRAIN_DELAY_S: '0',
+      ...(alone ? { EVENT_POLL_MS: ALONE_EVENT_POLL_MS } : {}),
       ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL, DATABASE_SCHEMA: schema! } : {}),
       ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
       ...env,
@@ -256,6 +275,7 @@ export async function startTestServer(
       else if (shared && process.env.DATABASE_URL) await db.close();
     },
   };
+  if (alone) pollingSlowly.add(server);
   return server;
 }
 
@@ -268,7 +288,7 @@ export async function startReplicas(
   /** A's logger (B's is the default). */
   opts: { logger?: Logger } = {},
 ): Promise<{ a: TestServer; b: TestServer }> {
-  const a = await startTestServer(env, opts.logger ? { logger: opts.logger } : {});
+  const a = await startTestServer(env, { replicated: true, ...(opts.logger ? { logger: opts.logger } : {}) });
   const b = await startTestServer({ ...env, OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
   return { a, b };
 }

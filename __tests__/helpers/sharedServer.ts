@@ -9,12 +9,12 @@ import { startTestServer, type TestServer } from './server.js';
  * state as a whole (counts of everything, metrics, budgets, locks); a block that does starts its own.
  *
  * Call it at the top level of a file; the function it returns starts the server on its first call, and the file's
- * last `afterAll` closes it.
+ * last `afterAll` closes it. `replicated`: a block starts a second server over its database (see startTestServer).
  */
-export function sharedTestServer(): () => Promise<TestServer> {
+export function sharedTestServer(opts: { replicated?: boolean } = {}): () => Promise<TestServer> {
   let server: Promise<TestServer> | undefined;
   afterAll(async () => {
     if (server) await (await server).close();
   });
-  return () => (server ??= startTestServer());
+  return () => (server ??= startTestServer({}, opts));
 }

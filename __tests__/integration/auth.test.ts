@@ -510,7 +510,7 @@ describe('auth-sessions', () => {
     let b: TestServer;
 
     beforeAll(async () => {
-      a = await startTestServer();
+      a = await startTestServer({}, { replicated: true });
       b = await startTestServer(
         { OIDC_ISSUER: a.running.app.issuer, OIDC_CLIENT_ID: 'orders-web', OIDC_CLIENT_SECRET: 'orders-web-secret' },
         { sameDatabaseAs: a },
@@ -1074,8 +1074,10 @@ describe('bearer-tokens', () => {
 
     test('when a fetch of the JWKS drops a key, a token of that key remembered before is refused on its next request', async () => {
       published = [first.jwk];
+      // The JWKS the replica holds may not have the first key yet (another test may have rotated it away): wait for
+      // it to be accepted, and then it is remembered.
       const old = await tokenOf(first);
-      assert.equal((await ask(old)).status, 200);
+      await untilStatus(old, 200);
       assert.equal((await ask(old)).status, 200);
       const fetchesBefore = jwksFetches;
       // The issuer rotates: the first key is gone. A token of the new key makes the replica fetch the JWKS again.

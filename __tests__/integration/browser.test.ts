@@ -515,7 +515,7 @@ describe('graphiql', () => {
     let server: TestServer;
     let prod: TestServer;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await startTestServer({}, { replicated: true });
       prod = await startTestServer(
         { NODE_ENV: 'production', OIDC_ISSUER: server.running.app.issuer },
         { sameDatabaseAs: server },

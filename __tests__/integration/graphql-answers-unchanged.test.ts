@@ -299,7 +299,7 @@ describe('GraphQL answers are byte-identical to the recorded ones (issue 36)', (
   const tokens: Record<string, string> = {};
   const answers: Answer[] = [];
   beforeAll(async () => {
-    servers.dev = await startTestServer();
+    servers.dev = await startTestServer({}, { replicated: true });
     const manifest = join(mkdtempSync(join(tmpdir(), 'orders-manifest-')), 'persisted-documents.json');
     writeFileSync(manifest, JSON.stringify({ [sha256(TRUSTED)]: TRUSTED }));
     servers.prod = await startTestServer(

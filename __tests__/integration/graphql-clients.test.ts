@@ -116,7 +116,7 @@ describe('apollo-client', () => {
     let alice: string;
     let entityTypes: Set<string>;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await startTestServer({}, { replicated: true });
       alice = await server.token('alice');
       const { body } = await server.gql(
         '{ __schema { types { name kind fields { name type { kind ofType { name } } } } } }',
@@ -378,7 +378,7 @@ describe('client-recipes', () => {
     let alice: string;
     let ws: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await startTestServer({}, { replicated: true });
       alice = await server.token('alice');
       ws = `${server.url.replace(/^http/, 'ws')}/graphql`;
     });

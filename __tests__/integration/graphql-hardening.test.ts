@@ -1,8 +1,8 @@
 // The GraphQL rate budget and APQ bounds, the GraphQL Cop probes and production's GraphQL, in one Jest file: a file
 // loads its modules into a fresh context and costs about 1.5 s of CPU before its first test (docs/testing.md#how-long-
 // it-takes). Each top-level describe block below was a test file of its own, named after it (the comment above it gives
-// the old file name), with its tests unchanged, starting the servers it starts; none shares a server with another
-// block.
+// the old file name), with its tests unchanged, starting the servers it starts; graphql-cop-probes and
+// graphql-production share their development and production pair.
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -17,6 +17,29 @@ import { http, textOf } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { subscriber } from '../helpers/subscriber.js';
 import { codeOf, send, type Transport, TRANSPORTS } from '../helpers/transports.js';
+
+/**
+ * A development server and a production one over its database, for the two blocks below that each started the same
+ * pair (each start costs about 0.7 s of CPU; both blocks own their data and read no server-wide state of the pair):
+ * production refuses the embedded IdP and database, so it trusts development's IdP and borrows its database, as
+ * replicas do. Started on first use, closed by the file's last afterAll, as helpers/sharedServer.ts does.
+ */
+let pair: Promise<{ dev: TestServer; prod: TestServer }> | undefined;
+const developmentAndProduction = () =>
+  (pair ??= (async () => {
+    const dev = await startTestServer({}, { replicated: true });
+    const prod = await startTestServer(
+      { NODE_ENV: 'production', OIDC_ISSUER: dev.running.app.issuer },
+      { sameDatabaseAs: dev },
+    );
+    return { dev, prod };
+  })());
+afterAll(async () => {
+  if (!pair) return;
+  const { dev, prod } = await pair;
+  await prod.close();
+  await dev.close();
+});
 
 // ─── was __tests__/integration/graphql-budget.test.ts ───
 describe('graphql-budget', () => {
@@ -333,16 +356,7 @@ describe('graphql-cop-probes', () => {
     let development: TestServer;
     let production: TestServer;
     beforeAll(async () => {
-      development = await startTestServer();
-      // Production refuses the embedded IdP and database: it trusts development's IdP and shares its database.
-      production = await startTestServer(
-        { NODE_ENV: 'production', OIDC_ISSUER: development.running.app.issuer },
-        { sameDatabaseAs: development },
-      );
-    });
-    afterAll(async () => {
-      await production.close();
-      await development.close();
+      ({ dev: development, prod: production } = await developmentAndProduction());
     });
     const modes = () =>
       [
@@ -732,11 +746,8 @@ describe('graphql-production', () => {
     let trusted: TestServer;
     let alice: string;
     beforeAll(async () => {
-      // Production refuses the embedded IdP and database, so it trusts a development instance's IdP and
-      // borrows its database, as replicas do.
-      dev = await startTestServer();
+      ({ dev, prod } = await developmentAndProduction());
       const issuer = dev.running.app.issuer;
-      prod = await startTestServer({ NODE_ENV: 'production', OIDC_ISSUER: issuer }, { sameDatabaseAs: dev });
       const manifest = join(mkdtempSync(join(tmpdir(), 'orders-manifest-')), 'persisted-documents.json');
       writeFileSync(manifest, JSON.stringify({ [sha256(TRUSTED)]: TRUSTED }));
       trusted = await startTestServer(
@@ -745,11 +756,7 @@ describe('graphql-production', () => {
       );
       alice = await dev.token('alice');
     });
-    afterAll(async () => {
-      await trusted.close();
-      await prod.close();
-      await dev.close();
-    });
+    afterAll(() => trusted.close());
 
     /** `graphql_document_parses_total` of the trusted-documents server, by who parsed. */
     async function parses(): Promise<Record<string, number>> {

@@ -41,7 +41,7 @@ describe('operations', () => {
   describe('operational endpoints', () => {
     let server: TestServer;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await startTestServer({}, { replicated: true });
     });
     afterAll(() => server.close());
 
@@ -246,7 +246,7 @@ describe('tracing', () => {
         traced: true,
         destination: { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) },
       });
-      a = await startTestServer(env, { logger });
+      a = await startTestServer(env, { logger, replicated: true });
       b = await startTestServer({ ...env, OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
       ({ carol, alice } = await a.users());
     });
@@ -582,7 +582,7 @@ describe('expiry-sweep', () => {
     let server: TestServer;
     let alice: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await startTestServer({}, { replicated: true });
       alice = await server.token('alice');
     });
     afterAll(() => server?.close());
@@ -830,7 +830,7 @@ describe('rate-budget-shared', () => {
     beforeAll(async () => {
       redis = await startRedis();
       const env = { REDIS_URL: redis.url, RATE_LIMIT_POINTS: String(POINTS), RATE_LIMIT_WINDOW_S: '3600' };
-      a = await startTestServer(env);
+      a = await startTestServer(env, { replicated: true });
       b = await startTestServer({ ...env, OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
     });
 

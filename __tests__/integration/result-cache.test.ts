@@ -369,7 +369,8 @@ async function until(check: () => Promise<boolean>) {
   let server: TestServer;
   let locker: pg.Client;
   beforeAll(async () => {
-    server = await startTestServer({ RESULT_CACHE: 'on' });
+    // The test writes to its outbox as another replica would: it polls as replicas do.
+    server = await startTestServer({ RESULT_CACHE: 'on' }, { replicated: true });
     locker = new pg.Client({ connectionString: process.env.DATABASE_URL });
     await locker.connect();
     await locker.query(`set search_path to "${server.schema}"`);

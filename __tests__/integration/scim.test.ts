@@ -1188,7 +1188,7 @@ describe('scim-deactivation', () => {
     beforeAll(async () => {
       // Webhooks go to receivers on loopback here.
       const env = { SCIM_TOKEN, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_POLL_MS: '100' };
-      a = await startTestServer(env);
+      a = await startTestServer(env, { replicated: true });
       b =
         replicas === 2
           ? await startTestServer({ ...env, OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a })
