@@ -6,7 +6,7 @@ import { setTimeout } from 'node:timers';
 
 process.on('SIGUSR2', () => {
   globalThis.gc();
-  // A second later: V8's sweeper threads hand the freed pages back to the system after the pause.
+  // A second later, not at once: V8 sweeps and returns freed pages on its own threads after the pause.
   setTimeout(() => {
     const { rss, heapTotal, heapUsed, external, arrayBuffers } = process.memoryUsage();
     const reading = { msg: 'bench gc', rss, heapTotal, heapUsed, external, arrayBuffers };

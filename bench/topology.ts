@@ -47,7 +47,7 @@ const log = (message: string) => console.error(`[topology] ${message}`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
-/** Both replicas' RSS and V8 heap in use right after a full collection in each (bench/gcProbe.mjs). */
+/** Both replicas' memory, summed, right after a full collection in each (bench/gcProbe.mjs). */
 async function afterFullGc(replicas: readonly Replica[]): Promise<GcReading> {
   const readings = await Promise.all(
     replicas.map((r) => {
@@ -90,6 +90,8 @@ export const TOPOLOGY_USAGE = `usage: npm run bench -- --topology [options]
   --sse <n>           SSE devices after them (default 1000)
   --per-address <n>   devices per client address, from 127.1.0.0/16 (default 20)
   --soak <s>          seconds of soak after the devices (default 600; 0 leaves it out)
+  --gc-every <s>      during the soak, also read the replicas after a full collection every <s> seconds (default 0:
+                        only after the warm-up minute and at the end; the collections themselves change what V8 keeps)
   --only <parts>      comma-separated parts to run (default: all three, in this order):
                         devices          the devices through nginx: acknowledged, one order to each, ordinary
                                          requests' errors and p99 against none, RSS per idle subscriber
@@ -114,6 +116,7 @@ export async function runTopology(argv: string[]): Promise<number> {
       sse: { type: 'string', default: '1000' },
       'per-address': { type: 'string', default: '20' },
       soak: { type: 'string', default: '600' },
+      'gc-every': { type: 'string', default: '0' },
       only: { type: 'string' },
       tsx: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -191,6 +194,7 @@ export async function runTopology(argv: string[]): Promise<number> {
         sseStreams: Number(values.sse),
         perAddress,
         soakSeconds,
+        gcEverySeconds: Number(values['gc-every']),
       });
     }
     if (parts.has('rolling-restart')) {
@@ -327,8 +331,10 @@ async function devicesAndSoak(setup: {
   sseStreams: number;
   perAddress: number;
   soakSeconds: number;
+  /** Readings after a full collection between the warm-up's and the end's, this far apart (0: none). */
+  gcEverySeconds: number;
 }) {
-  const { nginx, replicas, token, websockets, sseStreams, perAddress, soakSeconds } = setup;
+  const { nginx, replicas, token, websockets, sseStreams, perAddress, soakSeconds, gcEverySeconds } = setup;
   const rss = async () => (await Promise.all(replicas.map(rssOf))).reduce((a, b) => a + b, 0);
   /** 16 callers, 40 requests each, alternating a REST read and a GraphQL query: latencies and non-200s. */
   const ordinary = async () => {
@@ -405,8 +411,7 @@ async function devicesAndSoak(setup: {
     // the warm-up minute is over, against what they hold at the end, with the same devices open.
     const samples: { at: number; rss: number }[] = [];
     const start = performance.now();
-    let warm: ({ at: number } & GcReading) | undefined;
-    /** Every reading after a collection, two minutes apart: whether what grows keeps growing or levels off. */
+    /** The readings after a collection: the warm-up's, then (--gc-every) whether what grows keeps growing. */
     const collected: ({ at: number } & GcReading)[] = [];
     let orders = 0;
     let reconnects = 0;
@@ -427,16 +432,16 @@ async function devicesAndSoak(setup: {
       }
       const at = (performance.now() - start) / 1000;
       if (tick % 10 === 0) samples.push({ at, rss: await rss() });
-      if (!warm && at >= 60) {
-        warm = { at, ...(await afterFullGc(replicas)) };
-        collected.push(warm);
-      } else if (warm && at - collected.at(-1)!.at >= 120) collected.push({ at, ...(await afterFullGc(replicas)) });
+      const last = collected.at(-1);
+      if (last ? gcEverySeconds > 0 && at - last.at >= gcEverySeconds : at >= 60) {
+        collected.push({ at, ...(await afterFullGc(replicas)) });
+      }
       await sleep(1000);
     }
     await sleep(3000);
     const live = devices.filter((d) => d.acknowledgedAt && !d.refused).length;
     const end = { at: (performance.now() - start) / 1000, ...(await afterFullGc(replicas)) };
-    const from = warm ?? end;
+    const from = collected[0] ?? end;
     const growth = (a: number, b: number) => ((b - a) / a) * 100;
     const rssGrowth = growth(from.rss, end.rss);
     const peak = Math.max(...samples.map((x) => x.rss));
