@@ -8,6 +8,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createCountingPool } from './countingPool.js';
+import { filteredPageSql, PAGE_COLUMNS } from './orderPageSql.js';
 import { reportFailure, serveHttpToParent } from './ipc.js';
 
 const ORDER_COLUMNS = 'id, customer_id, status, total_cents, version, created_at, updated_at';
@@ -64,29 +65,20 @@ try {
    * behind it; the bench's cursor is a live order, so the store's fallback probe never runs.
    */
   async function ordersPage(first: number, statuses: string[] | null, since: string | null, after: string | null) {
-    const key = `to_char(o.created_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as sort_key`;
-    const columns = `o.id, o.customer_id, o.status, o.total_cents, o.version, o.created_at, o.updated_at, ${key}`;
     let rows: OrderRow[];
     if (statuses) {
-      rows = await query(
-        `select p.* from unnest($1::text[]) as st(status)
-          cross join lateral (select ${columns} from orders o
-            where o.created_at >= $2::timestamptz and o.status = st.status
-            order by o.created_at desc, o.id desc limit ${first + 1}) p
-          order by created_at desc, id desc limit ${first + 1}`,
-        [statuses, since],
-      );
+      rows = await query(filteredPageSql(first), [statuses, since]);
     } else if (after) {
       const [at, id] = JSON.parse(Buffer.from(after, 'base64url').toString('utf8')) as [string, string];
       rows = await query(
-        `select ${columns} from orders o where (o.created_at, o.id) <= ($1::timestamptz, $2)
+        `select ${PAGE_COLUMNS} from orders o where (o.created_at, o.id) <= ($1::timestamptz, $2)
          order by o.created_at desc, o.id desc limit ${first + 2}`,
         [at, id],
       );
       rows = rows.slice(rows[0]?.id === id ? 1 : 0);
     } else {
       rows = await query(
-        `select ${columns} from orders o order by o.created_at desc, o.id desc limit ${first + 1}`,
+        `select ${PAGE_COLUMNS} from orders o order by o.created_at desc, o.id desc limit ${first + 1}`,
         [],
       );
     }

@@ -9,6 +9,7 @@
  */
 import DataLoader from 'dataloader';
 import { createCountingPool } from '../countingPool.js';
+import { filteredPageSql } from '../orderPageSql.js';
 
 export const typeDefs = /* GraphQL */ `
   enum OrderStatus {
@@ -57,8 +58,6 @@ interface OrderFilterArgs {
   status: string[];
   createdAt: { gte: string };
 }
-/** The keyset page's columns, as store/orderPages.ts and the floor select them. */
-const PAGE_COLUMNS = `o.id, o.customer_id, o.status, o.total_cents, o.version, o.created_at, o.updated_at, to_char(o.created_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as sort_key`;
 interface CustomerRow {
   id: string;
   name: string;
@@ -92,14 +91,10 @@ export function createPeerData() {
        */
       orders: async (_: unknown, args: { first?: number | null; filter: OrderFilterArgs }) => {
         const first = Math.min(args.first ?? 20, MAX_FIRST);
-        const rows = await query<OrderRow>(
-          `select p.* from unnest($1::text[]) as st(status)
-            cross join lateral (select ${PAGE_COLUMNS} from orders o
-              where o.created_at >= $2::timestamptz and o.status = st.status
-              order by o.created_at desc, o.id desc limit ${first + 1}) p
-            order by created_at desc, id desc limit ${first + 1}`,
-          [args.filter.status.map((s) => s.toLowerCase()), args.filter.createdAt.gte],
-        );
+        const rows = await query<OrderRow>(filteredPageSql(first), [
+          args.filter.status.map((s) => s.toLowerCase()),
+          args.filter.createdAt.gte,
+        ]);
         return { nodes: rows.slice(0, first) };
       },
     },
