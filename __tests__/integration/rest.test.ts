@@ -13,7 +13,6 @@ import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import * as addFormatsModule from 'ajv-formats';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { importJWK, type JWK, SignJWT } from 'jose';
 import createClient, { type Middleware } from 'openapi-fetch';
 import request from 'supertest';
 import { REST_CLIENT_TYPES, restClientTypes } from '../../scripts/contract/restClient.js';
@@ -33,6 +32,7 @@ import {
 } from '../helpers/openapi.js';
 import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
 import { sharedTestServer } from '../helpers/sharedServer.js';
+import { idpSignedToken } from '../helpers/tokens.js';
 import { location, signIn, startLogin, WebClient } from '../helpers/webClient.js';
 
 /** The default server, for the blocks below that own their data (see the helper). */
@@ -593,17 +593,8 @@ describe('rest-contract', () => {
     afterAll(() => server.close());
 
     /** A token of a customer no other test is (a new subject), signed with the embedded issuer's key. */
-    const newCustomer = async () => {
-      const [row] = await server.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
-      const key = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
-      return new SignJWT({ sub: `customer-${randomUUID()}`, scope: 'orders:read orders:write', name: 'Spender' })
-        .setProtectedHeader({ alg: 'RS256', kid: key.kid!, typ: 'at+jwt' })
-        .setIssuer(server.running.app.issuer)
-        .setAudience('orders-api')
-        .setIssuedAt()
-        .setExpirationTime('5m')
-        .sign(await importJWK(key, 'RS256'));
-    };
+    const newCustomer = () =>
+      idpSignedToken(server, { sub: `customer-${randomUUID()}`, expiresIn: 300, claims: { name: 'Spender' } });
 
     scenario(
       'the served document is valid OpenAPI 3.1, is the one the code generates, and builds the validator',
@@ -1811,28 +1802,13 @@ describe('rate-limit-rest', () => {
 describe('customers-created-on-first-request', () => {
   describe("customers are created on their subject's first request", () => {
     let server: TestServer;
-    let key: JWK;
     beforeAll(async () => {
       server = await sharedServer();
-      const [row] = await server.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
-      key = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
     });
 
     /** A token for a subject the API has never seen, signed by the embedded issuer. */
-    const tokenFor = async (sub: string) => {
-      const now = Math.floor(Date.now() / 1000);
-      return new SignJWT({
-        iss: server.running.app.issuer,
-        aud: 'orders-api',
-        sub,
-        iat: now,
-        exp: now + 300,
-        scope: 'orders:read',
-        name: 'New Person',
-      })
-        .setProtectedHeader({ alg: 'RS256', kid: key.kid!, typ: 'at+jwt' })
-        .sign(await importJWK(key, 'RS256'));
-    };
+    const tokenFor = (sub: string) =>
+      idpSignedToken(server, { sub, expiresIn: 300, scope: 'orders:read', claims: { name: 'New Person' } });
 
     test("new subjects' concurrent first requests each get one and the same customer", async () => {
       const subjects = Array.from({ length: 15 }, () => `newcomer-${randomUUID()}`);
