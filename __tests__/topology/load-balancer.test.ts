@@ -16,6 +16,7 @@ import {
   runRollingRestart,
 } from '../helpers/rollingRestart.js';
 import { sseSubscriber } from '../helpers/sseSubscriber.js';
+import { eventually } from '../helpers/load.js';
 import { subscriber } from '../helpers/subscriber.js';
 import { artifactDir } from '../helpers/testRun.js';
 
@@ -121,15 +122,22 @@ describe('two replicas behind nginx (deploy/nginx.conf)', () => {
       carol,
       'subscription { orderCreated { id } }',
     );
+    const wsIds = () => wsStream.received.map((r) => (r.data as { orderCreated: { id: string } }).orderCreated.id);
+    const sseIds = () => sse.received.map((r) => r.data?.orderCreated.id ?? '');
     try {
       await ws.connected();
-      // Both subscriptions are live once an order written now reaches them.
+      // The SSE stream has no acknowledgement to wait for: probes until both streams have received one (so both are
+      // live), then one that both receive, which the orders after it are compared from.
+      await eventually('both streams to receive an order', async () => {
+        await create(nginx.url, alice).expect(201);
+        return wsStream.received.length > 0 && sse.received.length > 0;
+      });
       const probe = (await create(nginx.url, alice).expect(201)).body.id as string;
-      await Promise.all([wsStream.next(1), sse.next(1)]);
-      const wsIds = () => wsStream.received.map((r) => (r.data as { orderCreated: { id: string } }).orderCreated.id);
-      const sseIds = () => sse.received.map((r) => r.data!.orderCreated.id);
+      const has = (ids: () => string[]) => eventually('the probe on both streams', async () => ids().includes(probe));
       const fromProbe = (ids: string[]) => ids.slice(ids.indexOf(probe));
+      await Promise.all([has(wsIds), has(sseIds)]);
       assert.deepEqual(fromProbe(wsIds()), [probe]);
+      assert.deepEqual(fromProbe(sseIds()), [probe]);
       const onOne = (await create(replicas[0]!.url, alice).expect(201)).body.id as string;
       const onTwo = (await create(replicas[1]!.url, alice).expect(201)).body.id as string;
       const delivered = wsIds().length - fromProbe(wsIds()).length + 3;
