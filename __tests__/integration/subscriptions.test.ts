@@ -1,7 +1,8 @@
 // Subscriptions over WebSocket and SSE, and their streams' sessions and limits, in one Jest file: a file loads its
 // modules into a fresh context and costs about 1.5 s of CPU before its first test (docs/testing.md#how-long-it-takes).
 // Each top-level describe block below was a test file of its own, named after it (the comment above it gives the old
-// file name), with its tests unchanged, starting the servers it starts; none shares a server with another block.
+// file name), with its tests unchanged. Three blocks share one default replica pair (`replicas` below); every other
+// block starts the servers it starts.
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
@@ -15,11 +16,22 @@ import { createLogger } from '../../src/logger.js';
 import { eventually } from '../helpers/load.js';
 import { rest } from '../helpers/openapi.js';
 import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
+import { sharedReplicas } from '../helpers/sharedServer.js';
 import { type SseEvent, sseSubscriber } from '../helpers/sseSubscriber.js';
 import { cookieClient, ORDER_CREATED, rawSocket, sseStream, within } from '../helpers/streams.js';
 import { subscriber } from '../helpers/subscriber.js';
 import { idpSignedToken } from '../helpers/tokens.js';
 import { signIn, WebClient } from '../helpers/webClient.js';
+
+/**
+ * The default pair of `subscriptions-ws`, `stream-sessions` and `event-ids-are-numbers`' block on Last-Event-IDs that
+ * no event could have. That block uses A alone, its streams and its writes on the one server: a server's own writes
+ * reach its listeners without the outbox poll, so a replica's 200 ms poll (a lone server's is 5 s) changes nothing it
+ * tests. Each block owns its data (its orders, its sessions) and asserts nothing about the pair as a whole: no counts
+ * of everything, no metrics, no log, no budget or per-client limit it comes near. In the file's order they run one
+ * after another, so the pair, closed after the last, does not idle through the other blocks.
+ */
+const replicas = sharedReplicas(3);
 
 // ─── was __tests__/integration/subscriptions-ws.test.ts ───
 describe('subscriptions-ws', () => {
@@ -33,10 +45,10 @@ describe('subscriptions-ws', () => {
     let bob: string;
     let carol: string;
     beforeAll(async () => {
-      ({ a, b } = await startReplicas());
+      ({ a, b } = await replicas.start());
       ({ alice, bob, carol } = await a.users());
     });
-    afterAll(() => stopReplicas({ a, b }));
+    afterAll(() => replicas.release());
 
     const place = async (server: TestServer, token: string) => {
       const res = await rest(server.url, 'POST', '/orders', {
@@ -264,9 +276,9 @@ describe('stream-sessions', () => {
     let a: TestServer;
     let b: TestServer;
     beforeAll(async () => {
-      ({ a, b } = await startReplicas());
+      ({ a, b } = await replicas.start());
     });
-    afterAll(() => stopReplicas({ a, b }));
+    afterAll(() => replicas.release());
 
     test('logging out on A ends WebSocket (4403) and SSE streams on A and B', async () => {
       const cookie = await sessionCookie(a, 'alice');
@@ -417,10 +429,10 @@ describe('event-ids-are-numbers', () => {
     let alice: string;
     let carol: string;
     beforeAll(async () => {
-      server = await startTestServer();
+      server = (await replicas.start()).a;
       ({ alice, carol } = await server.users());
     });
-    afterAll(() => server.close());
+    afterAll(() => replicas.release());
 
     const stream = (lastEventId: string, signal?: AbortSignal) =>
       fetch(`${server.url}/graphql/stream?query=${encodeURIComponent('subscription { orderCreated { id } }')}`, {
