@@ -1,5 +1,5 @@
 import { afterAll } from '@jest/globals';
-import { startTestServer, type TestServer } from './server.js';
+import { startReplicas, startTestServer, stopReplicas, type TestServer } from './server.js';
 
 /**
  * One default test server (`startTestServer()`, no settings) for the describe blocks of a file that need nothing
@@ -17,4 +17,30 @@ export function sharedTestServer(opts: { replicated?: boolean } = {}): () => Pro
     if (server) await (await server).close();
   });
   return () => (server ??= startTestServer({}, opts));
+}
+
+/**
+ * One default replica pair (`startReplicas()`, no settings), on sharedTestServer's terms, for the `blocks` describe
+ * blocks of a file that use it: each calls `start()` in its beforeAll and `release()` in its afterAll. Replicas poll
+ * the event outbox every 200 ms (about 37 ms of CPU a second each, idle), so the pair closes as soon as the last of
+ * them is done rather than at the file's end; the file's last `afterAll` closes it if some never ran (`-t`).
+ */
+export function sharedReplicas(blocks: number): {
+  start(): Promise<{ a: TestServer; b: TestServer }>;
+  release(): Promise<void>;
+} {
+  let replicas: Promise<{ a: TestServer; b: TestServer }> | undefined;
+  let released = 0;
+  const stop = async () => {
+    const started = replicas;
+    replicas = undefined;
+    if (started) await stopReplicas(await started);
+  };
+  afterAll(stop);
+  return {
+    start: () => (replicas ??= startReplicas()),
+    release: async () => {
+      if (++released === blocks) await stop();
+    },
+  };
 }

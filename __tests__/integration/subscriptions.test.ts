@@ -1,7 +1,8 @@
 // Subscriptions over WebSocket and SSE, and their streams' sessions and limits, in one Jest file: a file loads its
 // modules into a fresh context and costs about 1.5 s of CPU before its first test (docs/testing.md#how-long-it-takes).
 // Each top-level describe block below was a test file of its own, named after it (the comment above it gives the old
-// file name), with its tests unchanged, starting the servers it starts; none shares a server with another block.
+// file name), with its tests unchanged. Three blocks share one default replica pair (`replicas` below); every other
+// block starts the servers it starts.
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
@@ -15,11 +16,22 @@ import { createLogger } from '../../src/logger.js';
 import { eventually } from '../helpers/load.js';
 import { rest } from '../helpers/openapi.js';
 import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
+import { sharedReplicas } from '../helpers/sharedServer.js';
 import { type SseEvent, sseSubscriber } from '../helpers/sseSubscriber.js';
 import { cookieClient, ORDER_CREATED, rawSocket, sseStream, within } from '../helpers/streams.js';
 import { subscriber } from '../helpers/subscriber.js';
 import { idpSignedToken } from '../helpers/tokens.js';
 import { signIn, WebClient } from '../helpers/webClient.js';
+
+/**
+ * The default pair of `subscriptions-ws`, `stream-sessions` and `event-ids-are-numbers`' block on Last-Event-IDs that
+ * no event could have. That block uses A alone, its streams and its writes on the one server: a server's own writes
+ * reach its listeners without the outbox poll, so a replica's 200 ms poll (a lone server's is 5 s) changes nothing it
+ * tests. Each block owns its data (its orders, its sessions) and asserts nothing about the pair as a whole: no counts
+ * of everything, no metrics, no log, no budget or per-client limit it comes near. In the file's order they run one
+ * after another, so the pair, closed after the last, does not idle through the other blocks.
+ */
+const replicas = sharedReplicas(3);
 
 // ─── was __tests__/integration/subscriptions-ws.test.ts ───
 describe('subscriptions-ws', () => {
@@ -33,10 +45,10 @@ describe('subscriptions-ws', () => {
     let bob: string;
     let carol: string;
     beforeAll(async () => {
-      ({ a, b } = await startReplicas());
+      ({ a, b } = await replicas.start());
       ({ alice, bob, carol } = await a.users());
     });
-    afterAll(() => stopReplicas({ a, b }));
+    afterAll(() => replicas.release());
 
     const place = async (server: TestServer, token: string) => {
       const res = await rest(server.url, 'POST', '/orders', {
@@ -218,6 +230,289 @@ describe('subscriptions-ws', () => {
       await closing;
       assert.equal(closed.code, 1001);
       assert.equal(closed.reason, 'Server shutting down');
+    });
+  });
+});
+
+// ─── was __tests__/integration/stream-sessions.test.ts ───
+describe('stream-sessions', () => {
+  const SESSION = 'orders_session';
+  /** The issue's promise: every stream a session authenticated ends within 5 s of its end, on every replica. */
+  const BOUND_MS = 5_000;
+
+  async function sessionCookie(server: TestServer, user: string): Promise<string> {
+    const browser = new WebClient();
+    const { response } = await signIn(browser, server.running.publicUrl, user);
+    assert.equal(response.status, 303);
+    return `${SESSION}=${browser.cookie(server.running.publicUrl, SESSION)!}`;
+  }
+
+  /** POST /auth/logout with the cookie and the session's CSRF token, as the home page's form does. */
+  async function logout(server: TestServer, cookie: string): Promise<void> {
+    const me = await request(server.url).get('/auth/session').set('cookie', cookie).expect(200);
+    await request(server.url)
+      .post('/auth/logout')
+      .set('cookie', cookie)
+      .type('form')
+      .send({ csrf: (me.body as { csrfToken: string }).csrfToken })
+      .expect(303);
+  }
+
+  /** A WebSocket holding a subscription and an SSE stream, both opened with the cookie on one replica. */
+  async function openStreams(server: TestServer, cookie: string) {
+    const ws = cookieClient(server.url, cookie);
+    await ws.connected;
+    let wsError: unknown;
+    ws.client.subscribe(
+      { query: 'subscription { orderCreated { id } }' },
+      { next: () => undefined, error: (e) => (wsError = e), complete: () => undefined },
+    );
+    const sse = await sseStream(server.url, { cookie });
+    assert.equal(sse.res.status, 200);
+    return { ws, sse, wsError: () => wsError };
+  }
+
+  describe('streams end with the browser session that opened them', () => {
+    let a: TestServer;
+    let b: TestServer;
+    beforeAll(async () => {
+      ({ a, b } = await replicas.start());
+    });
+    afterAll(() => replicas.release());
+
+    test('logging out on A ends WebSocket (4403) and SSE streams on A and B', async () => {
+      const cookie = await sessionCookie(a, 'alice');
+      const onA = await openStreams(a, cookie);
+      const onB = await openStreams(b, cookie);
+
+      await logout(a, cookie);
+
+      for (const [name, streams] of [
+        ['A', onA],
+        ['B', onB],
+      ] as const) {
+        const closed = await within(BOUND_MS, `the WebSocket on ${name} closing`, streams.ws.closed);
+        assert.equal(closed.code, 4403, `WebSocket on ${name}`);
+        assert.match(closed.reason, /session has ended/);
+        const text = await within(BOUND_MS, `the SSE stream on ${name} ending`, streams.sse.text);
+        assert.match(
+          text,
+          /\n?: closed: The session has ended \(signed out, expired or revoked\); sign in again\.\n\n$/,
+        );
+      }
+
+      // The cookie is dead everywhere: a new handshake with it is refused.
+      const again = cookieClient(b.url, cookie);
+      const refused = await again.closed;
+      assert.equal(refused.code, 4403);
+      assert.equal(refused.reason, 'Forbidden: the session has ended; sign in again');
+    });
+
+    test('a session whose absolute lifetime ends takes its streams with it on both replicas', async () => {
+      const cookie = await sessionCookie(a, 'bob');
+      const onA = await openStreams(a, cookie);
+      const onB = await openStreams(b, cookie);
+      const idHash = createHash('sha256')
+        .update(cookie.slice(SESSION.length + 1))
+        .digest('base64url');
+      // Twelve hours pass in an instant: the session's absolute end is moved to just ahead of now.
+      await a.running.app.db.query(
+        `update auth_sessions set expires_at = now() + interval '1 second' where id_hash = $1`,
+        [idHash],
+      );
+
+      for (const streams of [onA, onB]) {
+        const closed = await within(BOUND_MS + 1_000, 'the WebSocket closing', streams.ws.closed);
+        assert.equal(closed.code, 4403);
+        assert.match(
+          await within(BOUND_MS, 'the SSE stream ending', streams.sse.text),
+          /: closed: The session has ended/,
+        );
+      }
+    });
+
+    test('streams of another session of the same person stay open', async () => {
+      const leaving = await sessionCookie(a, 'carol');
+      const staying = await sessionCookie(a, 'carol');
+      const gone = await openStreams(b, leaving);
+      const kept = cookieClient(b.url, staying);
+      await kept.connected;
+      await logout(a, leaving);
+      assert.equal((await within(BOUND_MS, 'the WebSocket closing', gone.ws.closed)).code, 4403);
+      await within(BOUND_MS, 'the SSE stream ending', gone.sse.text);
+      // The other session's socket still answers queries after the first one's streams have ended.
+      const result = await new Promise<unknown>((resolve, reject) =>
+        kept.client.subscribe(
+          { query: '{ recentOrders(first: 1) { id } }' },
+          { next: resolve, error: reject, complete: () => undefined },
+        ),
+      );
+      assert.ok((result as { data?: unknown }).data);
+      await kept.client.dispose();
+    });
+  });
+});
+
+// ─── was __tests__/integration/event-ids-are-numbers.test.ts ───
+describe('event-ids-are-numbers', () => {
+  /** The digit boundaries where text order and numeric order of event ids part ways. */
+  const BOUNDARIES = [10, 100, 1000];
+  const PER_BOUNDARY = 10;
+  /** Ids that straddle `boundary`: five below it, five from it on. */
+  const idsAround = (boundary: number) => Array.from({ length: PER_BOUNDARY }, (_, i) => String(boundary - 5 + i));
+
+  /** Makes the next event id `next`; the sequence only moves forward here, so ids stay unique. */
+  async function nextEventId(server: TestServer, next: number) {
+    await server.running.app.db.query(`select setval(pg_get_serial_sequence('order_events', 'id'), $1)`, [next - 1]);
+  }
+
+  async function placeOrder(server: TestServer, token: string): Promise<string> {
+    const res = await request(server.url)
+      .post('/v1/orders')
+      .set('authorization', `Bearer ${token}`)
+      .set('idempotency-key', randomUUID())
+      .send({ items: [{ sku: 'TB-017', qty: 1 }] })
+      .expect(201);
+    return (res.body as { id: string }).id;
+  }
+
+  /** A graphql-sse subscription to orderCreated resumed after `lastEventId`. */
+  const resumeOverSse = (url: string, token: string, lastEventId: string) =>
+    sseSubscriber<{ orderCreated?: { id: string } }>(url, token, 'subscription { orderCreated { id } }', {
+      lastEventId,
+    });
+
+  describe('SSE resume orders events by number, not by their text', () => {
+    let server: TestServer;
+    let alice: string;
+    let carol: string;
+    beforeAll(async () => {
+      server = await startTestServer();
+      ({ alice, carol } = await server.users());
+    });
+    afterAll(() => server.close());
+
+    for (const boundary of BOUNDARIES) {
+      test(`Last-Event-ID just below ${boundary} replays ${boundary - 5}…${boundary + 4} in id order`, async () => {
+        await nextEventId(server, boundary - 5);
+        const placed: string[] = [];
+        for (let i = 0; i < PER_BOUNDARY; i++) placed.push(await placeOrder(server, alice));
+
+        const stream = resumeOverSse(server.url, carol, String(boundary - 6));
+        await stream.next(PER_BOUNDARY);
+        stream.close();
+        assert.deepEqual(
+          stream.received.map((e) => e.extensions?.eventId),
+          idsAround(boundary),
+        );
+        assert.deepEqual(
+          stream.received.map((e) => e.data?.orderCreated?.id),
+          placed,
+        );
+      });
+    }
+  });
+
+  /** Reads an SSE body until a `next` event or the end of the stream; returns what it read. */
+  async function firstEventOrEnd(body: ReadableStream<Uint8Array>): Promise<string> {
+    const decoder = new TextDecoder();
+    let text = '';
+    for await (const chunk of body) {
+      text += decoder.decode(chunk, { stream: true });
+      if (/event: next\n/.test(text) && text.endsWith('\n\n')) break;
+    }
+    return text;
+  }
+
+  describe('a Last-Event-ID that no event could have', () => {
+    let server: TestServer;
+    let alice: string;
+    let carol: string;
+    beforeAll(async () => {
+      server = (await replicas.start()).a;
+      ({ alice, carol } = await server.users());
+    });
+    afterAll(() => replicas.release());
+
+    const stream = (lastEventId: string, signal?: AbortSignal) =>
+      fetch(`${server.url}/graphql/stream?query=${encodeURIComponent('subscription { orderCreated { id } }')}`, {
+        headers: { authorization: `Bearer ${carol}`, accept: 'text/event-stream', 'last-event-id': lastEventId },
+        ...(signal ? { signal } : {}),
+      });
+
+    // Past the bigint range, negative, not a number: once ignored (resuming from nothing without a word), now a 400.
+    for (const lastEventId of ['9223372036854775808', '9999999999999999999', '-1', 'abc', '1e3', '0x10']) {
+      test(`Last-Event-ID ${lastEventId} is refused with 400 BAD_REQUEST`, async () => {
+        const res = await stream(lastEventId);
+        assert.equal(res.status, 400);
+        assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+        assert.deepEqual(JSON.parse(await res.text()), {
+          errors: [
+            {
+              message:
+                'Last-Event-ID must be the id of an event this stream sent (a decimal integer up to 9223372036854775807).',
+              extensions: { code: 'BAD_REQUEST' },
+            },
+          ],
+        });
+      });
+    }
+
+    test('an empty Last-Event-ID (what EventSource sends before it has seen an id) is none: live events arrive', async () => {
+      const controller = new AbortController();
+      // A real streaming client: the SSE body is read as it arrives.
+      const res = await stream('', controller.signal);
+      // graphql-sse subscribes before it answers, so the headers mean the subscription is live.
+      assert.equal(res.status, 200);
+      const id = await placeOrder(server, alice);
+      const text = await firstEventOrEnd(res.body!);
+      controller.abort();
+      assert.match(text, new RegExp(`event: next\\n(id: \\d+\\n)?data: .*"orderCreated":\\{"id":"${id}"\\}`));
+    });
+  });
+
+  describe('a replica without Redis catches up by polling, across digit boundaries', () => {
+    let a: TestServer;
+    let b: TestServer;
+    let alice: string;
+    let carol: string;
+    beforeAll(async () => {
+      // No Redis: the PostgreSQL poll is the only path from A to B, and a short interval keeps the test quick.
+      ({ a, b } = await startReplicas({ REDIS_URL: '', EVENT_POLL_MS: '50' }));
+      ({ alice, carol } = await a.users());
+    });
+    afterAll(() => stopReplicas({ a, b }));
+
+    test('B delivers every event A wrote across 9→10, 99→100 and 999→1000, once each, in id order', async () => {
+      const sub = subscriber(b.url, carol);
+      await sub.connected();
+      const events = sub.subscribe('subscription { orderCreated { id } }');
+      // A first event proves B's subscription is live, so nothing later can fall before it.
+      const sentinel = await placeOrder(a, alice);
+      await events.next(1);
+      assert.deepEqual(events.received[0]!.data, { orderCreated: { id: sentinel } });
+
+      let expected = 1;
+      for (const boundary of BOUNDARIES) {
+        await nextEventId(a, boundary - 5);
+        // One statement, so B's poll finds the whole batch at once, as after any outage of the live path.
+        await a.running.app.db.query(
+          `insert into order_events (kind, order_id, customer_id, payload)
+         select kind, order_id, customer_id, payload
+         from order_events, generate_series(1, $1::int)
+         where id = (select min(id) from order_events)`,
+          [PER_BOUNDARY],
+        );
+        // Under text order B would deliver the five ids from the boundary on first and drop the rest.
+        await events.next(expected + PER_BOUNDARY / 2);
+        const ids = (n: number) => events.received.slice(expected, expected + n).map((e) => e.extensions?.eventId);
+        assert.deepEqual(ids(PER_BOUNDARY / 2), idsAround(boundary).slice(0, PER_BOUNDARY / 2), `below ${boundary}`);
+        await events.next(expected + PER_BOUNDARY);
+        assert.deepEqual(ids(PER_BOUNDARY), idsAround(boundary), `around ${boundary}`);
+        expected += PER_BOUNDARY;
+      }
+      assert.equal(events.received.length, 1 + BOUNDARIES.length * PER_BOUNDARY, 'no duplicates');
+      sub.dispose();
     });
   });
 });
@@ -528,125 +823,6 @@ describe('subscriptions-shared', () => {
         s.ws.dispose();
         s.sse.close();
       }
-    });
-  });
-});
-
-// ─── was __tests__/integration/stream-sessions.test.ts ───
-describe('stream-sessions', () => {
-  const SESSION = 'orders_session';
-  /** The issue's promise: every stream a session authenticated ends within 5 s of its end, on every replica. */
-  const BOUND_MS = 5_000;
-
-  async function sessionCookie(server: TestServer, user: string): Promise<string> {
-    const browser = new WebClient();
-    const { response } = await signIn(browser, server.running.publicUrl, user);
-    assert.equal(response.status, 303);
-    return `${SESSION}=${browser.cookie(server.running.publicUrl, SESSION)!}`;
-  }
-
-  /** POST /auth/logout with the cookie and the session's CSRF token, as the home page's form does. */
-  async function logout(server: TestServer, cookie: string): Promise<void> {
-    const me = await request(server.url).get('/auth/session').set('cookie', cookie).expect(200);
-    await request(server.url)
-      .post('/auth/logout')
-      .set('cookie', cookie)
-      .type('form')
-      .send({ csrf: (me.body as { csrfToken: string }).csrfToken })
-      .expect(303);
-  }
-
-  /** A WebSocket holding a subscription and an SSE stream, both opened with the cookie on one replica. */
-  async function openStreams(server: TestServer, cookie: string) {
-    const ws = cookieClient(server.url, cookie);
-    await ws.connected;
-    let wsError: unknown;
-    ws.client.subscribe(
-      { query: 'subscription { orderCreated { id } }' },
-      { next: () => undefined, error: (e) => (wsError = e), complete: () => undefined },
-    );
-    const sse = await sseStream(server.url, { cookie });
-    assert.equal(sse.res.status, 200);
-    return { ws, sse, wsError: () => wsError };
-  }
-
-  describe('streams end with the browser session that opened them', () => {
-    let a: TestServer;
-    let b: TestServer;
-    beforeAll(async () => {
-      ({ a, b } = await startReplicas());
-    });
-    afterAll(() => stopReplicas({ a, b }));
-
-    test('logging out on A ends WebSocket (4403) and SSE streams on A and B', async () => {
-      const cookie = await sessionCookie(a, 'alice');
-      const onA = await openStreams(a, cookie);
-      const onB = await openStreams(b, cookie);
-
-      await logout(a, cookie);
-
-      for (const [name, streams] of [
-        ['A', onA],
-        ['B', onB],
-      ] as const) {
-        const closed = await within(BOUND_MS, `the WebSocket on ${name} closing`, streams.ws.closed);
-        assert.equal(closed.code, 4403, `WebSocket on ${name}`);
-        assert.match(closed.reason, /session has ended/);
-        const text = await within(BOUND_MS, `the SSE stream on ${name} ending`, streams.sse.text);
-        assert.match(
-          text,
-          /\n?: closed: The session has ended \(signed out, expired or revoked\); sign in again\.\n\n$/,
-        );
-      }
-
-      // The cookie is dead everywhere: a new handshake with it is refused.
-      const again = cookieClient(b.url, cookie);
-      const refused = await again.closed;
-      assert.equal(refused.code, 4403);
-      assert.equal(refused.reason, 'Forbidden: the session has ended; sign in again');
-    });
-
-    test('a session whose absolute lifetime ends takes its streams with it on both replicas', async () => {
-      const cookie = await sessionCookie(a, 'bob');
-      const onA = await openStreams(a, cookie);
-      const onB = await openStreams(b, cookie);
-      const idHash = createHash('sha256')
-        .update(cookie.slice(SESSION.length + 1))
-        .digest('base64url');
-      // Twelve hours pass in an instant: the session's absolute end is moved to just ahead of now.
-      await a.running.app.db.query(
-        `update auth_sessions set expires_at = now() + interval '1 second' where id_hash = $1`,
-        [idHash],
-      );
-
-      for (const streams of [onA, onB]) {
-        const closed = await within(BOUND_MS + 1_000, 'the WebSocket closing', streams.ws.closed);
-        assert.equal(closed.code, 4403);
-        assert.match(
-          await within(BOUND_MS, 'the SSE stream ending', streams.sse.text),
-          /: closed: The session has ended/,
-        );
-      }
-    });
-
-    test('streams of another session of the same person stay open', async () => {
-      const leaving = await sessionCookie(a, 'carol');
-      const staying = await sessionCookie(a, 'carol');
-      const gone = await openStreams(b, leaving);
-      const kept = cookieClient(b.url, staying);
-      await kept.connected;
-      await logout(a, leaving);
-      assert.equal((await within(BOUND_MS, 'the WebSocket closing', gone.ws.closed)).code, 4403);
-      await within(BOUND_MS, 'the SSE stream ending', gone.sse.text);
-      // The other session's socket still answers queries after the first one's streams have ended.
-      const result = await new Promise<unknown>((resolve, reject) =>
-        kept.client.subscribe(
-          { query: '{ recentOrders(first: 1) { id } }' },
-          { next: resolve, error: reject, complete: () => undefined },
-        ),
-      );
-      assert.ok((result as { data?: unknown }).data);
-      await kept.client.dispose();
     });
   });
 });
@@ -1024,170 +1200,6 @@ describe('stream-limits', () => {
       });
       sse.close();
       for (const s of held) s.socket.close();
-    });
-  });
-});
-
-// ─── was __tests__/integration/event-ids-are-numbers.test.ts ───
-describe('event-ids-are-numbers', () => {
-  /** The digit boundaries where text order and numeric order of event ids part ways. */
-  const BOUNDARIES = [10, 100, 1000];
-  const PER_BOUNDARY = 10;
-  /** Ids that straddle `boundary`: five below it, five from it on. */
-  const idsAround = (boundary: number) => Array.from({ length: PER_BOUNDARY }, (_, i) => String(boundary - 5 + i));
-
-  /** Makes the next event id `next`; the sequence only moves forward here, so ids stay unique. */
-  async function nextEventId(server: TestServer, next: number) {
-    await server.running.app.db.query(`select setval(pg_get_serial_sequence('order_events', 'id'), $1)`, [next - 1]);
-  }
-
-  async function placeOrder(server: TestServer, token: string): Promise<string> {
-    const res = await request(server.url)
-      .post('/v1/orders')
-      .set('authorization', `Bearer ${token}`)
-      .set('idempotency-key', randomUUID())
-      .send({ items: [{ sku: 'TB-017', qty: 1 }] })
-      .expect(201);
-    return (res.body as { id: string }).id;
-  }
-
-  /** A graphql-sse subscription to orderCreated resumed after `lastEventId`. */
-  const resumeOverSse = (url: string, token: string, lastEventId: string) =>
-    sseSubscriber<{ orderCreated?: { id: string } }>(url, token, 'subscription { orderCreated { id } }', {
-      lastEventId,
-    });
-
-  describe('SSE resume orders events by number, not by their text', () => {
-    let server: TestServer;
-    let alice: string;
-    let carol: string;
-    beforeAll(async () => {
-      server = await startTestServer();
-      ({ alice, carol } = await server.users());
-    });
-    afterAll(() => server.close());
-
-    for (const boundary of BOUNDARIES) {
-      test(`Last-Event-ID just below ${boundary} replays ${boundary - 5}…${boundary + 4} in id order`, async () => {
-        await nextEventId(server, boundary - 5);
-        const placed: string[] = [];
-        for (let i = 0; i < PER_BOUNDARY; i++) placed.push(await placeOrder(server, alice));
-
-        const stream = resumeOverSse(server.url, carol, String(boundary - 6));
-        await stream.next(PER_BOUNDARY);
-        stream.close();
-        assert.deepEqual(
-          stream.received.map((e) => e.extensions?.eventId),
-          idsAround(boundary),
-        );
-        assert.deepEqual(
-          stream.received.map((e) => e.data?.orderCreated?.id),
-          placed,
-        );
-      });
-    }
-  });
-
-  /** Reads an SSE body until a `next` event or the end of the stream; returns what it read. */
-  async function firstEventOrEnd(body: ReadableStream<Uint8Array>): Promise<string> {
-    const decoder = new TextDecoder();
-    let text = '';
-    for await (const chunk of body) {
-      text += decoder.decode(chunk, { stream: true });
-      if (/event: next\n/.test(text) && text.endsWith('\n\n')) break;
-    }
-    return text;
-  }
-
-  describe('a Last-Event-ID that no event could have', () => {
-    let server: TestServer;
-    let alice: string;
-    let carol: string;
-    beforeAll(async () => {
-      server = await startTestServer();
-      ({ alice, carol } = await server.users());
-    });
-    afterAll(() => server.close());
-
-    const stream = (lastEventId: string, signal?: AbortSignal) =>
-      fetch(`${server.url}/graphql/stream?query=${encodeURIComponent('subscription { orderCreated { id } }')}`, {
-        headers: { authorization: `Bearer ${carol}`, accept: 'text/event-stream', 'last-event-id': lastEventId },
-        ...(signal ? { signal } : {}),
-      });
-
-    // Past the bigint range, negative, not a number: once ignored (resuming from nothing without a word), now a 400.
-    for (const lastEventId of ['9223372036854775808', '9999999999999999999', '-1', 'abc', '1e3', '0x10']) {
-      test(`Last-Event-ID ${lastEventId} is refused with 400 BAD_REQUEST`, async () => {
-        const res = await stream(lastEventId);
-        assert.equal(res.status, 400);
-        assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
-        assert.deepEqual(JSON.parse(await res.text()), {
-          errors: [
-            {
-              message:
-                'Last-Event-ID must be the id of an event this stream sent (a decimal integer up to 9223372036854775807).',
-              extensions: { code: 'BAD_REQUEST' },
-            },
-          ],
-        });
-      });
-    }
-
-    test('an empty Last-Event-ID (what EventSource sends before it has seen an id) is none: live events arrive', async () => {
-      const controller = new AbortController();
-      // A real streaming client: the SSE body is read as it arrives.
-      const res = await stream('', controller.signal);
-      // graphql-sse subscribes before it answers, so the headers mean the subscription is live.
-      assert.equal(res.status, 200);
-      const id = await placeOrder(server, alice);
-      const text = await firstEventOrEnd(res.body!);
-      controller.abort();
-      assert.match(text, new RegExp(`event: next\\n(id: \\d+\\n)?data: .*"orderCreated":\\{"id":"${id}"\\}`));
-    });
-  });
-
-  describe('a replica without Redis catches up by polling, across digit boundaries', () => {
-    let a: TestServer;
-    let b: TestServer;
-    let alice: string;
-    let carol: string;
-    beforeAll(async () => {
-      // No Redis: the PostgreSQL poll is the only path from A to B, and a short interval keeps the test quick.
-      ({ a, b } = await startReplicas({ REDIS_URL: '', EVENT_POLL_MS: '50' }));
-      ({ alice, carol } = await a.users());
-    });
-    afterAll(() => stopReplicas({ a, b }));
-
-    test('B delivers every event A wrote across 9→10, 99→100 and 999→1000, once each, in id order', async () => {
-      const sub = subscriber(b.url, carol);
-      await sub.connected();
-      const events = sub.subscribe('subscription { orderCreated { id } }');
-      // A first event proves B's subscription is live, so nothing later can fall before it.
-      const sentinel = await placeOrder(a, alice);
-      await events.next(1);
-      assert.deepEqual(events.received[0]!.data, { orderCreated: { id: sentinel } });
-
-      let expected = 1;
-      for (const boundary of BOUNDARIES) {
-        await nextEventId(a, boundary - 5);
-        // One statement, so B's poll finds the whole batch at once, as after any outage of the live path.
-        await a.running.app.db.query(
-          `insert into order_events (kind, order_id, customer_id, payload)
-         select kind, order_id, customer_id, payload
-         from order_events, generate_series(1, $1::int)
-         where id = (select min(id) from order_events)`,
-          [PER_BOUNDARY],
-        );
-        // Under text order B would deliver the five ids from the boundary on first and drop the rest.
-        await events.next(expected + PER_BOUNDARY / 2);
-        const ids = (n: number) => events.received.slice(expected, expected + n).map((e) => e.extensions?.eventId);
-        assert.deepEqual(ids(PER_BOUNDARY / 2), idsAround(boundary).slice(0, PER_BOUNDARY / 2), `below ${boundary}`);
-        await events.next(expected + PER_BOUNDARY);
-        assert.deepEqual(ids(PER_BOUNDARY), idsAround(boundary), `around ${boundary}`);
-        expected += PER_BOUNDARY;
-      }
-      assert.equal(events.received.length, 1 + BOUNDARIES.length * PER_BOUNDARY, 'no duplicates');
-      sub.dispose();
     });
   });
 });
