@@ -1,7 +1,7 @@
 // The tests that drive a browser, in one Jest file: a file loads its modules into a fresh context and costs about 1.5 s
 // of CPU before its first test (docs/testing.md#how-long-it-takes). Each top-level describe block below was a test file
-// of its own, named after it (the comment above it gives the old file name), with its tests unchanged, starting the
-// servers it starts; none shares a server with another block.
+// of its own, named after it (the comment above it gives the old file name), with its tests unchanged; their default
+// servers are one (sharedServer below), and GraphiQL's production server is started as before.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
@@ -12,8 +12,17 @@ import { DEMO_TOTP_SECRETS } from '../../src/auth/idp/demoTotp.js';
 import { launchChromium } from '../helpers/browser.js';
 import { enrolmentCode, totpCode } from '../helpers/secondFactor.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { sharedTestServer } from '../helpers/sharedServer.js';
 import { artifactDir } from '../helpers/testRun.js';
 import { location, signIn, signInAtIdp, signOut, startLogin, WebClient } from '../helpers/webClient.js';
+
+/**
+ * The default server, for the blocks below (see the helper): each signs in with a browser (cookie jar) of its own and
+ * reads its own session and orders. alice, bob and carol are everyone's, and one test alone changes them: alice's
+ * first passkey (browser-signin), which the others neither look for nor need, since a password sign-in that asks for
+ * no second factor is not asked for one. Replicated: GraphiQL's production server runs over its database.
+ */
+const sharedServer = sharedTestServer({ replicated: true });
 
 // ─── was __tests__/integration/browser-home.test.ts ───
 describe('browser-home', () => {
@@ -37,14 +46,13 @@ describe('browser-home', () => {
     return /<input type="hidden" name="csrf" value="([\w-]+)">/.exec(html)?.[1];
   }
 
-  // One server for the file: every test signs in with a browser (cookie jar) of its own.
+  // Every test signs in with a browser (cookie jar) of its own.
   let server: TestServer;
   let base: string;
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await sharedServer();
     base = server.running.publicUrl;
   });
-  afterAll(() => server?.close());
 
   describe('the home page and signing out', () => {
     test('API clients get the entry points as JSON; a browser signed out gets a page offering to sign in', async () => {
@@ -261,16 +269,13 @@ describe('browser-signin', () => {
 
     beforeAll(async () => {
       screenshots = artifactDir('browser-signin');
-      server = await startTestServer();
+      server = await sharedServer();
       // The browser must use the public URL: the session and login cookies belong to its host.
       base = server.running.publicUrl;
       browser = await launchChromium();
     });
 
-    afterAll(async () => {
-      await browser?.close();
-      await server?.close();
-    });
+    afterAll(() => browser?.close());
 
     test('alice starts on 127.0.0.1, signs in on the IdP form, lands on the home page, and signs out of the app and the IdP without a prompt', async () => {
       const context = await browser.newContext();
@@ -515,16 +520,13 @@ describe('graphiql', () => {
     let server: TestServer;
     let prod: TestServer;
     beforeAll(async () => {
-      server = await startTestServer({}, { replicated: true });
+      server = await sharedServer();
       prod = await startTestServer(
         { NODE_ENV: 'production', OIDC_ISSUER: server.running.app.issuer },
         { sameDatabaseAs: server },
       );
     });
-    afterAll(async () => {
-      await prod?.close();
-      await server?.close();
-    });
+    afterAll(() => prod?.close());
 
     test('serves the page and its assets from this server, under a policy of their own', async () => {
       const page = await server.http.get('/graphiql').set('accept', 'text/html');

@@ -1,8 +1,8 @@
 // The GraphQL clients: Apollo Client, the client recipes, paging the order connections, in one Jest file: a file loads
 // its modules into a fresh context and costs about 1.5 s of CPU before its first test (docs/testing.md#how-long-it-
 // takes). Each top-level describe block below was a test file of its own, named after it (the comment above it gives
-// the old file name), with its tests unchanged, starting the servers it starts; none shares a server with another
-// block.
+// the old file name), with its tests unchanged; the three blocks' default servers are one (sharedServer below), and the
+// replicas, the production server and the cost-ceiling server are started as before.
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -22,7 +22,16 @@ import { newId } from '../../src/domain/ids.js';
 import type { Queryable } from '../../src/store/db.js';
 import { rest, type RestResponse } from '../helpers/openapi.js';
 import { type GqlResponse, startTestServer, type TestServer } from '../helpers/server.js';
+import { sharedTestServer } from '../helpers/sharedServer.js';
 import { idpSignedToken } from '../helpers/tokens.js';
+
+/**
+ * The default server, for the blocks below that own their data (see the helper): Apollo Client's orders and persisted
+ * queries of its own, the recipes' orders placed by each test while its subscription listens, and order-connections'
+ * orders in years no other data reaches. Replicated: the production server and the recipes' replicas run over its
+ * database, and without Redis they hear one another only through the outbox poll.
+ */
+const sharedServer = sharedTestServer({ replicated: true });
 
 // ─── was __tests__/integration/apollo-client.test.ts ───
 describe('apollo-client', () => {
@@ -116,7 +125,7 @@ describe('apollo-client', () => {
     let alice: string;
     let entityTypes: Set<string>;
     beforeAll(async () => {
-      server = await startTestServer({}, { replicated: true });
+      server = await sharedServer();
       alice = await server.token('alice');
       const { body } = await server.gql(
         '{ __schema { types { name kind fields { name type { kind ofType { name } } } } } }',
@@ -159,10 +168,7 @@ describe('apollo-client', () => {
         ],
       );
     });
-    afterAll(async () => {
-      await production.close();
-      await server.close();
-    });
+    afterAll(() => production.close());
 
     test('every entity from the README queries and a mutation is normalized in InMemoryCache', async () => {
       const documents = readmeDocuments();
@@ -378,7 +384,7 @@ describe('client-recipes', () => {
     let alice: string;
     let ws: string;
     beforeAll(async () => {
-      server = await startTestServer({}, { replicated: true });
+      server = await sharedServer();
       alice = await server.token('alice');
       ws = `${server.url.replace(/^http/, 'ws')}/graphql`;
     });
@@ -396,8 +402,6 @@ describe('client-recipes', () => {
       await got.received(3);
       return [missed, live];
     }
-
-    afterAll(() => server?.close());
 
     test('graphql-ws: when the token expires (4403) the client reconnects with a fresh token and keeps receiving', async () => {
       // The first connection gets a token with seconds to live; every later one the fresh token.
@@ -656,7 +660,7 @@ describe('order-connections', () => {
     const W = { createdAt: { gte: '2001-01-01T00:00:00.000Z', lt: '2001-02-01T00:00:00.000Z' } };
 
     beforeAll(async () => {
-      server = await startTestServer();
+      server = await sharedServer();
       ({ alice, bob, carol } = await server.users());
       const customerOf = async (token: string) =>
         (
@@ -677,7 +681,6 @@ describe('order-connections', () => {
       }));
       await seed(server.running.app.db, window);
     });
-    afterAll(() => server.close());
 
     const page = async (token: string, variables: Record<string, unknown>): Promise<Page> => {
       const res = await server.gql(CONNECTION, variables, { token });

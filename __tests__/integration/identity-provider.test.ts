@@ -1,7 +1,8 @@
 // The embedded identity provider, its second factors and step-up, in one Jest file: a file loads its modules into a
 // fresh context and costs about 1.5 s of CPU before its first test (docs/testing.md#how-long-it-takes). Each top-level
 // describe block below was a test file of its own, named after it (the comment above it gives the old file name), with
-// its tests unchanged, starting the servers it starts; none shares a server with another block.
+// its tests unchanged; idp-metadata, step-up and the second factors' "users no other test changes" share one default
+// server (sharedServer below), and every other block starts the servers it starts.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -565,7 +566,8 @@ describe('idp-metadata', () => {
     });
 
     test('userinfo refuses what the IdP did not issue: a self-signed token, a tampered one, a bare jti', async () => {
-      const { accessToken } = await login();
+      // Any token the IdP issued to alice will do: the one the server keeps for her (step-up's), not a sign-in of its own.
+      const accessToken = await server.token('alice');
       const [row] = await server.running.app.db.query<{ jwks: { keys: JWK[] } }>('select jwks from idp_keys');
       const key = row!.jwks.keys.find((k) => k.alg === 'RS256')!;
       const issued = decodeJwt(accessToken);
@@ -900,9 +902,12 @@ describe('idp-second-factors', () => {
       }
 
       /**
-       * On a server of their own, whose users' factors no other test changes (the tests of a block may run in any
-       * order): bob before he has any factor (the block's server gives him a passkey first), alice who never gets one,
-       * and carol's authenticator app that no other test locks.
+       * On the file's shared server, not this block's, whose users' factors no other test changes (the tests of a block
+       * may run in any order): bob before he has any factor (this block's server gives him a passkey first), alice who
+       * never gets one, and carol's authenticator app that no other test locks. The blocks there (idp-metadata,
+       * step-up) sign the three in, carol with her code, and never add, change or lock a factor; what these tests
+       * leave (bob's passkey; carol's five wrong codes, half her lock, which at most delay her next code by 50 ms)
+       * none of them reads.
        */
       describe('users no other test changes', () => {
         let own: TestServer;
@@ -910,12 +915,11 @@ describe('idp-second-factors', () => {
         let ownRp: string;
         const firstBob = new SoftAuthenticator('');
         beforeAll(async () => {
-          own = await startTestServer();
+          own = await sharedServer();
           ownBase = own.running.publicUrl;
           ownRp = new URL(ownBase).origin;
           Object.assign(firstBob, { origin: ownRp });
         });
-        afterAll(() => own.close());
 
         test('a wrong code is refused with the form again, and no session', async () => {
           // carol's own authenticator app: no other test here spends her attempts or locks it.

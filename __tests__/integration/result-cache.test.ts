@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, test } from '@jest/globals';
 import pg from 'pg';
 import request from 'supertest';
 import { loginWithPkce } from '../../src/auth/pkceLogin.js';
-import { startReplicas, startTestServer, stopReplicas, type TestServer } from '../helpers/server.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 import { subscriber } from '../helpers/subscriber.js';
 
 const LIST = `query List($first: Int) { recentOrders(first: $first) { id state totalCents customer { id name } items { sku qty product { name } } } }`;
@@ -46,6 +46,19 @@ async function createOrder(server: TestServer, token: string): Promise<string> {
   return id;
 }
 
+/**
+ * A RESULT_CACHE=on server, for the first block below and as replica A of the two-replica block: each started the same
+ * one (startReplicas' A is `startTestServer(env, { replicated: true })`). Both blocks own their orders, and neither reads
+ * A's cache metrics as totals: the first compares them before and after within a test, the other reads B's. Replicated,
+ * for B: A's 200 ms outbox poll only finds events it has already delivered, so A's cache is flushed as before. Started
+ * on first use, closed by the file's last afterAll, as helpers/sharedServer.ts does.
+ */
+let cacheServer: Promise<TestServer> | undefined;
+const resultCacheServer = () => (cacheServer ??= startTestServer({ RESULT_CACHE: 'on' }, { replicated: true }));
+afterAll(async () => {
+  if (cacheServer) await (await cacheServer).close();
+});
+
 const cacheCounters = async (server: TestServer) => ({
   hits: await server.counter('result_cache_hits_total'),
   misses: await server.counter('result_cache_misses_total'),
@@ -58,10 +71,9 @@ describe('result cache (RESULT_CACHE=on)', () => {
   let bob: string;
   let carol: string;
   beforeAll(async () => {
-    server = await startTestServer({ RESULT_CACHE: 'on' });
+    server = await resultCacheServer();
     ({ alice, bob, carol } = await server.users());
   });
-  afterAll(() => server.close());
 
   /** POST as carol through the app itself, counting the SQL this request alone runs. */
   const counted = (query: string, variables: Record<string, unknown>, requestId: string) =>
@@ -316,9 +328,10 @@ describe('result cache across two replicas', () => {
   let a: TestServer;
   let b: TestServer;
   beforeAll(async () => {
-    ({ a, b } = await startReplicas({ RESULT_CACHE: 'on' }));
+    a = await resultCacheServer();
+    b = await startTestServer({ RESULT_CACHE: 'on', OIDC_ISSUER: a.running.app.issuer }, { sameDatabaseAs: a });
   });
-  afterAll(() => stopReplicas({ a, b }));
+  afterAll(() => b?.close());
 
   test('a write on A is in B’s next read once the bus has brought the event to B', async () => {
     const { alice, carol } = await a.users();
