@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { freePort } from './infra.js';
+import { appProcessArgs } from './testRun.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -21,7 +22,7 @@ export interface Replica {
 }
 
 /**
- * The real server as a child process (src/main.ts through tsx), on a port of its own, so that a test
+ * The real server as a child process (the run's build of src/main.ts: testRun.ts appProcessArgs), on a port of its own, so that a test
  * can signal, kill and restart it. The environment is this test's alone: the CI's shared DATABASE_URL
  * and REDIS_URL are never inherited.
  */
@@ -29,7 +30,7 @@ export async function startReplica(
   env: Record<string, string>,
   opts: {
     port?: number;
-    /** Another build to run instead of src/main.ts through tsx: `node <entry>` in `cwd` (the production path). */
+    /** Another build to run instead: `node <entry>` in `cwd` (the production path, dist/). */
     build?: { cwd: string; entry: string };
     /** Node options before the entry point (an `--import` of a test's own hooks). */
     nodeArgs?: readonly string[];
@@ -40,7 +41,7 @@ export async function startReplica(
   const childEnv: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['DATABASE_URL', 'DATABASE_SCHEMA', 'REDIS_URL', 'NODE_OPTIONS', 'PUBLIC_URL', 'OIDC_ISSUER'])
     delete childEnv[name];
-  const args = [...(opts.nodeArgs ?? []), ...(opts.build ? [opts.build.entry] : ['--import', 'tsx', 'src/main.ts'])];
+  const args = [...(opts.nodeArgs ?? []), ...(opts.build ? [opts.build.entry] : appProcessArgs())];
   const child = spawn(process.execPath, args, {
     cwd: opts.build?.cwd ?? ROOT,
     env: {

@@ -34,6 +34,15 @@ export function currentTestRun(): TestRun | undefined {
   return dir ? testRunAt(dir) : undefined;
 }
 
+/**
+ * `node`'s arguments, from the project root, to start the app as a process of its own: the run's JavaScript build of
+ * src/ (globalSetup.mjs), or src/main.ts through tsx when no globalSetup prepared a run.
+ */
+export function appProcessArgs(): string[] {
+  const run = currentTestRun();
+  return run ? [path.join(run.dir, 'app', 'src', 'main.js')] : ['--import', 'tsx', 'src/main.ts'];
+}
+
 let template: Blob | undefined;
 
 /**

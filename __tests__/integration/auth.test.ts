@@ -15,7 +15,7 @@ import request from 'supertest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { sharedTestServer } from '../helpers/sharedServer.js';
 import { startSwitchableIssuer, type SwitchableIssuer } from '../helpers/switchableIssuer.js';
-import { testDataDir } from '../helpers/testRun.js';
+import { appProcessArgs, testDataDir } from '../helpers/testRun.js';
 import { location, signIn, signInAtIdp, signOut, startLogin, WebClient } from '../helpers/webClient.js';
 
 /** The default server, for the blocks below that own their data (see the helper). */
@@ -568,7 +568,7 @@ describe('auth-logs', () => {
     delete env.DATABASE_URL;
     delete env.REDIS_URL;
     delete env.NODE_OPTIONS;
-    return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env });
+    return spawn(process.execPath, appProcessArgs(), { cwd: ROOT, env });
   }
 
   describe('browser sign-in in the logs', () => {

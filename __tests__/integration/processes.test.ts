@@ -19,7 +19,7 @@ import { freePort } from '../helpers/infra.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlpReceiver.js';
 import { type Replica, startReplica } from '../helpers/replica.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { testDataDir } from '../helpers/testRun.js';
+import { appProcessArgs, testDataDir } from '../helpers/testRun.js';
 
 // ─── was __tests__/integration/process.test.ts ───
 describe('process', () => {
@@ -36,7 +36,7 @@ describe('process', () => {
   }
 
   function spawnMain(env: Record<string, string>): ChildProcessWithoutNullStreams {
-    return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv(env) });
+    return spawn(process.execPath, appProcessArgs(), { cwd: ROOT, env: childEnv(env) });
   }
 
   /** Collects stdout and resolves when a log line matching `msg` appears. */
@@ -383,7 +383,7 @@ describe('dev-ergonomics', () => {
     delete env.NODE_OPTIONS;
     delete env.DATABASE_URL;
     delete env.REDIS_URL;
-    const child = spawn('script', ['-qefc', `${process.execPath} --import tsx src/main.ts`, '/dev/null'], {
+    const child = spawn('script', ['-qefc', [process.execPath, ...appProcessArgs()].join(' '), '/dev/null'], {
       cwd: ROOT,
       env,
       detached: true,
