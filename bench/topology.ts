@@ -40,6 +40,7 @@ import {
   type RollingRestartRun,
 } from '../__tests__/helpers/rollingRestart.js';
 import { mfaLogin } from '../__tests__/helpers/server.js';
+import { imageAllocator } from './allocator.js';
 import { placeOrder } from './data.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -167,8 +168,9 @@ export async function runTopology(argv: string[]): Promise<number> {
     const restartEnv = { ...env, ...ROLLING_RESTART_ENV };
     // Each replica can be asked for a full collection and what it then holds (bench/gcProbe.mjs): the soak's reading.
     const gcProbe = ['--expose-gc', '--import', fileURLToPath(new URL('./gcProbe.mjs', import.meta.url))];
+    const allocator = imageAllocator();
     const startApp = (i: number, settings: Record<string, string>) =>
-      startReplica(settings, { port: ports[i + 1]!, ...build, nodeArgs: gcProbe });
+      startReplica({ ...allocator.env, ...settings }, { port: ports[i + 1]!, ...build, nodeArgs: gcProbe });
     const first = parts.has('devices') ? env : restartEnv;
     // One after the other: the first applies the migrations and seeds.
     const replicas = [await startApp(0, first)];
@@ -180,7 +182,9 @@ export async function runTopology(argv: string[]): Promise<number> {
       (await loginWithPkce({ issuer: `${issuer.url}/idp`, username: user, password: user, ...mfaLogin(user) }))
         .accessToken;
     const token = await login('alice');
-    log(`two production replicas behind nginx at ${nginx.url}; load ${os.loadavg().map((l) => l.toFixed(2))}`);
+    log(
+      `two production replicas behind nginx at ${nginx.url} (${allocator.name}); load ${os.loadavg().map((l) => l.toFixed(2))}`,
+    );
 
     if (parts.has('devices')) {
       const websockets = Number(values.websockets);
