@@ -22,9 +22,9 @@ export interface Replica {
 }
 
 /**
- * The real server as a child process (the run's build of src/main.ts: testRun.ts appProcessArgs), on a port of its own, so that a test
- * can signal, kill and restart it. The environment is this test's alone: the CI's shared DATABASE_URL
- * and REDIS_URL are never inherited.
+ * The real server as a child process (the run's build of src/main.ts: testRun.ts appProcessArgs), on a port of its
+ * own, so that a test can signal, kill and restart it. The environment is this test's alone: the CI's shared
+ * DATABASE_URL and REDIS_URL are never inherited.
  */
 export async function startReplica(
   env: Record<string, string>,

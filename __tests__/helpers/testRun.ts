@@ -8,8 +8,8 @@ import { openPglite } from '../../src/store/pglite.js';
 /**
  * What Jest's globalSetup (globalSetup.mjs → prepareTestRun.ts) prepares once per run, for every worker: a folder of
  * its own under the OS temp directory holding an embedded database that is already initialised, migrated and seeded
- * (with the IdP's signing keys and demo users), as a tarball of its data directory, and those IdP secrets for
- * servers on PostgreSQL.
+ * (with the IdP's signing keys and demo users), as a tarball of its data directory, those IdP secrets for servers on
+ * PostgreSQL, and the app as tests start it in a process of its own.
  */
 export const RUN_DIR_ENV = 'ORDERS_TEST_RUN_DIR';
 
@@ -18,6 +18,8 @@ export interface TestRun {
   /** PGlite's dumpDataDir of the template database (an uncompressed tar of its data directory). */
   readonly templateTar: string;
   readonly idpSecretsFile: string;
+  /** src/ transpiled to JavaScript, laid out as the image is (package.json, schema.graphql, src/, node_modules). */
+  readonly appDir: string;
 }
 
 export function testRunAt(dir: string): TestRun {
@@ -25,6 +27,7 @@ export function testRunAt(dir: string): TestRun {
     dir,
     templateTar: path.join(dir, 'pglite-template.tar'),
     idpSecretsFile: path.join(dir, 'idp-secrets.json'),
+    appDir: path.join(dir, 'app'),
   };
 }
 
@@ -36,11 +39,11 @@ export function currentTestRun(): TestRun | undefined {
 
 /**
  * `node`'s arguments, from the project root, to start the app as a process of its own: the run's JavaScript build of
- * src/ (globalSetup.mjs), or src/main.ts through tsx when no globalSetup prepared a run.
+ * src/ (prepareTestRun.ts), or src/main.ts through tsx when no globalSetup prepared a run.
  */
 export function appProcessArgs(): string[] {
   const run = currentTestRun();
-  return run ? [path.join(run.dir, 'app', 'src', 'main.js')] : ['--import', 'tsx', 'src/main.ts'];
+  return run ? [path.join(run.appDir, 'src', 'main.js')] : ['--import', 'tsx', 'src/main.ts'];
 }
 
 let template: Blob | undefined;
