@@ -10,7 +10,9 @@ const MULTIARCH: Partial<Record<string, string>> = { x64: 'x86_64-linux-gnu', ar
  * (bench/README.md), memory it held rather than gave back. The bench runs its server children (the app, its replicas,
  * the floors and the peers alike) as the image does when Debian's libjemalloc2 is installed here, and says which ran.
  */
-export function imageAllocator(): { env: Record<string, string>; name: string } {
+export const IMAGE_ALLOCATOR = imageAllocator();
+
+function imageAllocator(): { readonly env: Record<string, string>; readonly name: string } {
   if (process.env.LD_PRELOAD?.includes('jemalloc'))
     return { env: {}, name: `jemalloc (LD_PRELOAD=${process.env.LD_PRELOAD})` };
   const dir = MULTIARCH[arch()];

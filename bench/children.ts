@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { imageAllocator } from './allocator.js';
+import { IMAGE_ALLOCATOR } from './allocator.js';
 import { dropSchema } from './data.js';
 import type { ChildMessage, CpuTime, ReadyMessage, RequestType } from './ipc.js';
 
@@ -78,7 +78,7 @@ export async function startChild(
   const path = js ? join(builtDir, relative.replace(/\.ts$/, '.mjs')) : fileURLToPath(new URL(script, import.meta.url));
   const child: ChildProcess = fork(path, [], {
     execArgv: js ? nodeArgs : ['--import', 'tsx', ...nodeArgs],
-    env: { ...process.env, ...imageAllocator().env, ...env },
+    env: { ...process.env, ...IMAGE_ALLOCATOR.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

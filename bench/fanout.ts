@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { cleanupOnce, startChild, type ServerChild } from './children.js';
-import { imageAllocator } from './allocator.js';
+import { IMAGE_ALLOCATOR } from './allocator.js';
 import { readMachineCpu } from './cpu.js';
 import { connect } from './data.js';
 import type { ClientReport, FromClient, ToClient } from './fanoutIpc.js';
@@ -475,7 +475,7 @@ async function measure(
   },
 ): Promise<number> {
   const { databaseUrl, schema } = env;
-  log(`PostgreSQL ${redacted(databaseUrl)}, schema ${schema}, event bus ${env.mode}; ${imageAllocator().name}`);
+  log(`PostgreSQL ${redacted(databaseUrl)}, schema ${schema}, event bus ${env.mode}; ${IMAGE_ALLOCATOR.name}`);
   const app: ServerChild = await startChild(
     'app',
     './appServer.ts',

@@ -40,7 +40,7 @@ import {
   type RollingRestartRun,
 } from '../__tests__/helpers/rollingRestart.js';
 import { mfaLogin } from '../__tests__/helpers/server.js';
-import { imageAllocator } from './allocator.js';
+import { IMAGE_ALLOCATOR } from './allocator.js';
 import { placeOrder } from './data.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -168,9 +168,8 @@ export async function runTopology(argv: string[]): Promise<number> {
     const restartEnv = { ...env, ...ROLLING_RESTART_ENV };
     // Each replica can be asked for a full collection and what it then holds (bench/gcProbe.mjs): the soak's reading.
     const gcProbe = ['--expose-gc', '--import', fileURLToPath(new URL('./gcProbe.mjs', import.meta.url))];
-    const allocator = imageAllocator();
     const startApp = (i: number, settings: Record<string, string>) =>
-      startReplica({ ...allocator.env, ...settings }, { port: ports[i + 1]!, ...build, nodeArgs: gcProbe });
+      startReplica({ ...IMAGE_ALLOCATOR.env, ...settings }, { port: ports[i + 1]!, ...build, nodeArgs: gcProbe });
     const first = parts.has('devices') ? env : restartEnv;
     // One after the other: the first applies the migrations and seeds.
     const replicas = [await startApp(0, first)];
@@ -183,7 +182,7 @@ export async function runTopology(argv: string[]): Promise<number> {
         .accessToken;
     const token = await login('alice');
     log(
-      `two production replicas behind nginx at ${nginx.url} (${allocator.name}); load ${os.loadavg().map((l) => l.toFixed(2))}`,
+      `two production replicas behind nginx at ${nginx.url} (${IMAGE_ALLOCATOR.name}); load ${os.loadavg().map((l) => l.toFixed(2))}`,
     );
 
     if (parts.has('devices')) {
