@@ -8,7 +8,9 @@
  * own RS256 key. It measures the server's memory before, at half and at all subscribers (after a
  * full GC), then places orders over REST one at a time and times each `next` message from the
  * moment just before the write was sent. Every subscriber must receive every event exactly once,
- * in eventId order. Results go to bench/results/fanout.json, one entry per event-bus mode.
+ * in eventId order. The floor (bench/fanoutFloor.ts) writes the same frames to as many sockets of the same
+ * subscriber processes, in blocks of events that alternate with the app's (--rounds). Results go to
+ * bench/results/fanout.json, one entry per event-bus mode.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -37,6 +39,8 @@ const USAGE = `usage: npm run bench -- --fanout [options]
   --clients <n>         subscriber processes on the load-generator side (default 2)
   --events <n>          measured events: orders placed over REST one at a time (default 20)
   --spacing <ms>        pause between one event's last delivery and the next write (default 500)
+  --rounds <n>          blocks of events the app and the floor take in turn, each its share of --events
+                        (default 4)
   --profile             CPU-profile the app while the measured events fan out (slows it)
   --tsx                 run the app from the sources through tsx instead of dist/; by default it runs the tsc
                         build in dist/ (\`npm run build\` first; \`npm run bench\` builds it), as production does
@@ -71,6 +75,7 @@ function parseOptions(args: string[]) {
       clients: { type: 'string', default: '2' },
       events: { type: 'string', default: '20' },
       spacing: { type: 'string', default: '500' },
+      rounds: { type: 'string', default: '4' },
       profile: { type: 'boolean', default: false },
       compiled: { type: 'boolean', default: true },
       tsx: { type: 'boolean', default: false },
@@ -98,6 +103,7 @@ function parseOptions(args: string[]) {
   const connections = subscribers / perConnection;
   const users = int('users', values.users ?? String(Math.ceil(subscribers / 50)), 1, connections);
   const customers = int('customers', values.customers, 0, 1000);
+  const events = int('events', values.events, 1, 200);
   // Connection c belongs to user c % (users + customers), so a user holds at most ceil(connections / that).
   if (Math.ceil(connections / (users + customers)) * perConnection > PER_PRINCIPAL_LIMIT) {
     console.error(`--users ${users}: each would hold more than the ${PER_PRINCIPAL_LIMIT} subscriptions allowed`);
@@ -110,8 +116,9 @@ function parseOptions(args: string[]) {
     users,
     customers,
     clients: int('clients', values.clients, 1, 8),
-    events: int('events', values.events, 1, 200),
+    events,
     spacingMs: int('spacing', values.spacing, 0, 10_000),
+    rounds: int('rounds', values.rounds, 1, events),
     profile: values.profile,
     compiled: !values.tsx,
   };
@@ -271,6 +278,8 @@ export interface FanoutResult {
     readonly clientProcesses: number;
     readonly events: number;
     readonly spacingMs: number;
+    /** Blocks of events the app and the floor took in turn. */
+    readonly rounds: number;
     readonly profiled: boolean;
     readonly compiled: boolean;
   };
@@ -355,69 +364,76 @@ interface FloorResult {
  * The floor of a fan-out: a plain `ws` server in its own process (bench/fanoutFloor.ts) that the same subscriber
  * processes connect to with as many sockets as they hold on the app, and that writes each event as one prebuilt
  * frame — the bytes of a `next` message the app sent — to every socket. Its CPU per event is what writing the
- * frames costs on this machine before any application code.
+ * frames costs on this machine before any application code. It is opened beside the app's subscribers and measured
+ * in blocks of events that alternate with the app's (`run`), so that both see the same machine: one measured after
+ * the other read this shared machine's drift as a difference between them.
  */
-async function measureFloor(
-  options: Options,
-  reports: readonly ClientReport[],
-  now: () => number,
-): Promise<FloorResult> {
-  const sample = reports.find((r) => r.sample)?.sample;
-  if (!sample) throw new Error('no subscriber received a next message to copy for the floor');
+async function openFloor(sample: string, now: () => number) {
   const floor = await startChild('floor', './fanoutFloor.ts', {});
-  try {
-    const started = now();
-    const connected = await Promise.all(
-      clients.map((c) => {
-        c.send({ type: 'floor', url: floor.ready.url.replace(/^http/, 'ws') });
-        return c.next('floor-connected', CONNECT_TIMEOUT_MS);
-      }),
-    );
-    const connections = connected.reduce((n, r) => n + r.connections, 0);
-    log(`floor: ${connections} connections open in ${Math.round(now() - started)} ms`);
-    const message = JSON.parse(sample) as {
-      id: string;
-      payload: { data: { orderCreated: { id: string } }; extensions: { eventId: string } };
-    };
-    const clientsBefore = clientsCpuMicros(await reportsOf([]));
-    const cpuBefore = await floor.cpu();
-    const last: number[] = [];
-    let delivered = 0;
-    let frameBytes = 0;
-    for (let e = 0; e < options.events; e++) {
-      await sleep(options.spacingMs);
-      const orderId = randomUUID();
-      message.payload.data.orderCreated.id = orderId;
-      message.payload.extensions.eventId = String(BigInt(message.payload.extensions.eventId) + 1n);
-      // One message per subscription of a connection, each with its operation id, as the app sends them.
-      const texts = Array.from({ length: options.perConnection }, (_, i) =>
-        JSON.stringify({ ...message, id: String(i + 1) }),
-      );
-      frameBytes = Buffer.byteLength(texts[0]!);
-      const sentMs = now();
-      await floor.request('broadcast', texts);
-      const got = await Promise.all(clients.map((c) => c.deliveredOf(orderId, DELIVERY_TIMEOUT_MS)));
-      if (got.every(Boolean)) {
-        delivered++;
-        last.push(Math.max(...got.map((g) => g!.lastMs)) - sentMs);
+  const started = now();
+  const connected = await Promise.all(
+    clients.map((c) => {
+      c.send({ type: 'floor', url: floor.ready.url.replace(/^http/, 'ws') });
+      return c.next('floor-connected', CONNECT_TIMEOUT_MS);
+    }),
+  );
+  const connections = connected.reduce((n, r) => n + r.connections, 0);
+  log(`floor: ${connections} connections open in ${Math.round(now() - started)} ms`);
+  const message = JSON.parse(sample) as {
+    id: string;
+    payload: { data: { orderCreated: { id: string } }; extensions: { eventId: string } };
+  };
+  const last: number[] = [];
+  let events = 0;
+  let delivered = 0;
+  let frameBytes = 0;
+  let userMicros = 0;
+  let systemMicros = 0;
+  let clientsMicros = 0;
+  return {
+    /** `count` events, `spacingMs` apart, each broadcast once every socket has the one before. */
+    async run(count: number, options: Options): Promise<void> {
+      const clientsBefore = clientsCpuMicros(await reportsOf([]));
+      const cpuBefore = await floor.cpu();
+      for (let e = 0; e < count; e++) {
+        await sleep(options.spacingMs);
+        const orderId = randomUUID();
+        message.payload.data.orderCreated.id = orderId;
+        message.payload.extensions.eventId = String(BigInt(message.payload.extensions.eventId) + 1n);
+        // One message per subscription of a connection, each with its operation id, as the app sends them.
+        const texts = Array.from({ length: options.perConnection }, (_, i) =>
+          JSON.stringify({ ...message, id: String(i + 1) }),
+        );
+        frameBytes = Buffer.byteLength(texts[0]!);
+        const sentMs = now();
+        await floor.request('broadcast', texts);
+        const got = await Promise.all(clients.map((c) => c.deliveredOf(orderId, DELIVERY_TIMEOUT_MS)));
+        events++;
+        if (got.every(Boolean)) {
+          delivered++;
+          last.push(Math.max(...got.map((g) => g!.lastMs)) - sentMs);
+        }
       }
-    }
-    const cpuAfter = await floor.cpu();
-    const clientsAfter = clientsCpuMicros(await reportsOf([]));
-    return {
-      connections,
-      events: options.events,
-      delivered,
-      frameBytes,
-      userMsPerEvent: (cpuAfter.user - cpuBefore.user) / 1000 / options.events,
-      systemMsPerEvent: (cpuAfter.system - cpuBefore.system) / 1000 / options.events,
-      subscriberProcessesMsPerEvent: (clientsAfter - clientsBefore) / 1000 / options.events,
-      lastDeliveryMs: median(last),
-      lastDeliveryP99Ms: percentiles(last).p99,
-    };
-  } finally {
-    await floor.stop();
-  }
+      const cpuAfter = await floor.cpu();
+      userMicros += cpuAfter.user - cpuBefore.user;
+      systemMicros += cpuAfter.system - cpuBefore.system;
+      clientsMicros += clientsCpuMicros(await reportsOf([])) - clientsBefore;
+    },
+    result(): FloorResult {
+      return {
+        connections,
+        events,
+        delivered,
+        frameBytes,
+        userMsPerEvent: userMicros / 1000 / events,
+        systemMsPerEvent: systemMicros / 1000 / events,
+        subscriberProcessesMsPerEvent: clientsMicros / 1000 / events,
+        lastDeliveryMs: median(last),
+        lastDeliveryP99Ms: percentiles(last).p99,
+      };
+    },
+    stop: () => floor.stop(),
+  };
 }
 
 interface EventTiming {
@@ -680,50 +696,80 @@ async function measure(
   }
   const full = phases.at(-1)!;
 
-  // The measured events, one at a time.
-  const clientsCpuBefore = clientsCpuMicros(await reportsOf([]));
-  const serverCpuBefore = await app.cpu();
-  const machineBefore = await readMachineCpu();
-  const windowStarted = now();
-  if (options.profile) await app.request('profile-start');
+  // The floor beside the app's subscribers, copying a `next` message the app sent.
+  const sample = (await reportsOf([])).find((r) => r.sample)?.sample;
+  if (!sample) throw new Error('no subscriber received a next message to copy for the floor');
+  const floor = await openFloor(sample, now);
+
+  // The measured events, one at a time, in blocks that alternate between the app and the floor.
   const timings: EventTiming[] = [];
   const audiences: string[] = [];
   let timedOut = 0;
-  for (let e = 0; e < options.events; e++) {
-    await sleep(options.spacingMs);
-    const idleHealthMs = await health();
-    const { orderId, audience, sentMs, respondedMs } = await placeOrder();
-    audiences.push(audience);
-    // Sent as the write answers, while the event is being fanned out: how long other requests wait.
-    const [busyHealthMs, got] = await Promise.all([
-      health(),
-      Promise.all(clients.map((c) => c.deliveredOf(orderId, DELIVERY_TIMEOUT_MS))),
-    ]);
-    const complete = got.every(Boolean);
-    if (!complete) timedOut++;
-    timings.push({
-      orderId,
-      sentMs,
-      respondedMs,
-      idleHealthMs,
-      busyHealthMs,
-      firstMs: complete ? Math.min(...got.map((g) => g!.firstMs)) : null,
-      lastMs: complete ? Math.max(...got.map((g) => g!.lastMs)) : null,
-    });
+  let windowMs = 0;
+  let serverCpuMs = 0;
+  let serverSystemMs = 0;
+  let clientsCpuMs = 0;
+  let machineMs = 0;
+  let postgresMs: number | null = 0;
+  const appEvents = async (count: number) => {
+    const clientsCpuBefore = clientsCpuMicros(await reportsOf([]));
+    const serverCpuBefore = await app.cpu();
+    const machineBefore = await readMachineCpu();
+    const started = now();
+    for (let e = 0; e < count; e++) {
+      await sleep(options.spacingMs);
+      const idleHealthMs = await health();
+      const { orderId, audience, sentMs, respondedMs } = await placeOrder();
+      audiences.push(audience);
+      // Sent as the write answers, while the event is being fanned out: how long other requests wait.
+      const [busyHealthMs, got] = await Promise.all([
+        health(),
+        Promise.all(clients.map((c) => c.deliveredOf(orderId, DELIVERY_TIMEOUT_MS))),
+      ]);
+      const complete = got.every(Boolean);
+      if (!complete) timedOut++;
+      timings.push({
+        orderId,
+        sentMs,
+        respondedMs,
+        idleHealthMs,
+        busyHealthMs,
+        firstMs: complete ? Math.min(...got.map((g) => g!.firstMs)) : null,
+        lastMs: complete ? Math.max(...got.map((g) => g!.lastMs)) : null,
+      });
+    }
+    windowMs += now() - started;
+    const serverCpuAfter = await app.cpu();
+    serverCpuMs += (cpuMicros(serverCpuAfter) - cpuMicros(serverCpuBefore)) / 1000;
+    serverSystemMs += (serverCpuAfter.system - serverCpuBefore.system) / 1000;
+    const machineAfter = await readMachineCpu();
+    machineMs += machineAfter.busyMs - machineBefore.busyMs;
+    postgresMs =
+      postgresMs === null || machineAfter.postgresMs === null || machineBefore.postgresMs === null
+        ? null
+        : postgresMs + Math.max(0, machineAfter.postgresMs - machineBefore.postgresMs);
+    clientsCpuMs += (clientsCpuMicros(await reportsOf([])) - clientsCpuBefore) / 1000;
+  };
+  if (options.profile) await app.request('profile-start');
+  try {
+    for (let round = 0; round < options.rounds; round++) {
+      // The events spread over the rounds as evenly as they go; in each round the app's block, then the floor's.
+      const count = Math.floor(((round + 1) * options.events) / options.rounds) - timings.length;
+      await appEvents(count);
+      await floor.run(count, options);
+    }
+  } catch (error) {
+    await floor.stop();
+    throw error;
   }
   const profilePath = options.profile ? ((await app.request('profile-stop')) as string) : undefined;
-  const windowMs = now() - windowStarted;
-  const serverCpuAfter = await app.cpu();
-  const serverCpuMs = (cpuMicros(serverCpuAfter) - cpuMicros(serverCpuBefore)) / 1000;
-  const serverSystemMs = (serverCpuAfter.system - serverCpuBefore.system) / 1000;
-  const machineAfter = await readMachineCpu();
   const afterEvents = await memory(`after ${options.events} events`);
 
   // What every subscription received of the measured events.
   const orderIds = timings.map((t) => t.orderId);
   const reports: ClientReport[] = await reportsOf(orderIds);
-  // The report comes after the window; the subscribers were idle in between.
-  const clientsCpuMs = (clientsCpuMicros(reports) - clientsCpuBefore) / 1000;
+  // Stopped once the subscriber processes have reported: they count a connection the floor closes as a problem.
+  await floor.stop();
   const latencies: number[] = [];
   let missing = 0;
   let leaked = 0;
@@ -743,7 +789,7 @@ async function measure(
       }
     }
   }
-  const floor = await measureFloor(options, reports, now);
+  const floorResult = floor.result();
   const subscriptions = reports.reduce((n, r) => n + r.subscriptions, 0);
   const duplicates = reports.reduce((n, r) => n + r.duplicates, 0);
   const outOfOrder = reports.reduce((n, r) => n + r.outOfOrder, 0);
@@ -763,8 +809,8 @@ async function measure(
     ...(outOfOrder ? [`${outOfOrder} subscriptions received eventIds out of order`] : []),
     ...(timedOut ? [`${timedOut} events did not reach everyone within ${DELIVERY_TIMEOUT_MS} ms`] : []),
     ...(clientProblemCount ? [`${clientProblemCount} protocol problems, e.g. ${clientProblems.join('; ')}`] : []),
-    ...(floor.delivered !== options.events
-      ? [`the floor delivered ${floor.delivered} of ${options.events} events to every socket`]
+    ...(floorResult.delivered !== options.events
+      ? [`the floor delivered ${floorResult.delivered} of ${options.events} events to every socket`]
       : []),
   ];
 
@@ -775,11 +821,6 @@ async function measure(
   });
   const halfway = phases[0]!;
   const percentOfWindow = (ms: number) => (100 * ms) / windowMs;
-  const postgresMs =
-    machineAfter.postgresMs !== null && machineBefore.postgresMs !== null
-      ? Math.max(0, machineAfter.postgresMs - machineBefore.postgresMs)
-      : null;
-  const machineMs = machineAfter.busyMs - machineBefore.busyMs;
   const result: FanoutResult = {
     meta: {
       date: new Date().toISOString(),
@@ -798,6 +839,7 @@ async function measure(
       clientProcesses: options.clients,
       events: options.events,
       spacingMs: options.spacingMs,
+      rounds: options.rounds,
       profiled: options.profile,
       compiled: options.compiled,
     },
@@ -843,7 +885,7 @@ async function measure(
       otherPercent: percentOfWindow(Math.max(0, machineMs - serverCpuMs - clientsCpuMs - (postgresMs ?? 0))),
       machinePercent: percentOfWindow(machineMs),
     },
-    floor,
+    floor: floorResult,
     problems,
   };
 
@@ -900,7 +942,7 @@ function render(r: FanoutResult): string {
     `(${f0(m.connections)} WebSocket connections × ${m.subscriptionsPerConnection} ` +
     `subscription${m.subscriptionsPerConnection > 1 ? 's' : ''}, ` +
     `${m.users} staff users${m.customers ? ` and ${m.customers} customers` : ''}, ${m.clientProcesses} subscriber processes), ${m.events} orders placed over REST ` +
-    `${m.spacingMs} ms apart, event bus: ${m.eventBus}, ${m.cpus} CPUs, Node ${m.node}, ` +
+    `${m.spacingMs} ms apart in ${m.rounds} blocks taken in turn with the floor, event bus: ${m.eventBus}, ${m.cpus} CPUs, Node ${m.node}, ` +
     `app ${m.compiled ? 'compiled (dist/)' : 'from the sources (tsx)'}` +
     (m.profiled ? ' — PROFILED, latencies are inflated by the profiler' : '');
   const latencyTable = table([

@@ -13,7 +13,7 @@ import { textFrame } from '../src/http/realtime/index.js';
 import { reportFailure, serveParent } from './ipc.js';
 
 /** One unmasked WebSocket text frame (RFC 6455 §5.2), built as the app builds its frames. */
-const frameOf = (payload: Buffer) => textFrame(payload, payload.length, Buffer.alloc(0));
+const frameOf = (payload: Buffer) => textFrame(payload, Buffer.alloc(0), Buffer.alloc(0));
 
 try {
   const sockets = new Set<Socket>();

@@ -7,11 +7,12 @@ import { SUBSCRIBER_BUFFER_BYTES, type Head, type Member, type SharedExecution }
 const POLICY_VIOLATION = 1008;
 
 /**
- * One unmasked WebSocket text frame (RFC 6455 §5.2: a server never masks): `envelope` with `head` inserted at
- * `split` — the frame ws would build for the same message, built with one copy of each part.
+ * One unmasked WebSocket text frame (RFC 6455 §5.2: a server never masks) of the message `before`, `head`, `after`:
+ * the frame ws would build for the same message, its parts copied in with `set`, which makes no view of its own as
+ * Buffer's `copy` does for each part.
  */
-export function textFrame(envelope: Buffer, split: number, head: Buffer): Buffer {
-  const length = envelope.length + head.length;
+export function textFrame(before: Uint8Array, head: Uint8Array, after: Uint8Array): Buffer {
+  const length = before.length + head.length + after.length;
   const header = length < 126 ? 2 : length < 65536 ? 4 : 10;
   const frame = Buffer.allocUnsafe(header + length);
   frame[0] = 0x81; // FIN, opcode 1 (text)
@@ -23,9 +24,9 @@ export function textFrame(envelope: Buffer, split: number, head: Buffer): Buffer
     frame[1] = 127;
     frame.writeBigUInt64BE(BigInt(length), 2);
   }
-  envelope.copy(frame, header, 0, split);
-  head.copy(frame, header + split);
-  envelope.copy(frame, header + split + head.length, split);
+  frame.set(before, header);
+  frame.set(head, header + before.length);
+  frame.set(after, header + before.length + head.length);
   return frame;
 }
 
@@ -43,9 +44,9 @@ export class SocketMember implements Member {
     private readonly direct: Duplex | undefined,
     /** The connection's operations. */
     private readonly slots: ReadonlyMap<string, unknown>,
-    /** The message without the shared result, which goes in at `split`. */
-    private readonly envelope: Buffer,
-    private readonly split: number,
+    /** The message before the shared result, and after it. */
+    private readonly before: Buffer,
+    private readonly after: Buffer,
     private readonly sharedExecution: SharedExecution,
   ) {}
 
@@ -57,14 +58,9 @@ export class SocketMember implements Member {
       // Corked, a connection's messages of one slice of the fan-out leave in one system call; a connection with
       // one operation has nothing to batch, and corking would only delay and buffer its write.
       if (this.slots.size > 1) this.sharedExecution.cork(direct);
-      direct.write(textFrame(this.envelope, this.split, head.bytes), this.done);
+      direct.write(textFrame(this.before, head.bytes, this.after), this.done);
     } else {
-      const message = Buffer.concat([
-        this.envelope.subarray(0, this.split),
-        head.bytes,
-        this.envelope.subarray(this.split),
-      ]);
-      socket.send(message, { binary: false }, this.done);
+      socket.send(Buffer.concat([this.before, head.bytes, this.after]), { binary: false }, this.done);
     }
   }
 

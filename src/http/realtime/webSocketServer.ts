@@ -105,13 +105,13 @@ export function createWebSocketServer(deps: {
 
   /** Writes a shared result as a graphql-ws `next` message: only the operation id and the cost are its own. */
   const memberOf = (socket: WebSocket, state: ConnectionState, id: string, context: Context): Member => {
-    const before = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
-    const envelope = Buffer.from(`${before}${subscriptions.tailOf(context)}}`);
+    const before = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
+    const after = Buffer.from(`${subscriptions.tailOf(context)}}`);
     const raw = sockets.get(socket);
     // Without a compression extension ws writes every frame to the TCP socket as it is sent, so a whole frame
     // written there directly cannot land inside another.
     const direct = raw && socket.extensions === '' ? raw : undefined;
-    return new SocketMember(socket, direct, state.slots, envelope, Buffer.byteLength(before), deps.sharedExecution);
+    return new SocketMember(socket, direct, state.slots, before, after, deps.sharedExecution);
   };
 
   const release = (state: ConnectionState | undefined, id: string) => {
