@@ -26,17 +26,33 @@ export interface Replica {
  * own, so that a test can signal, kill and restart it. The environment is this test's alone: the CI's shared
  * DATABASE_URL and REDIS_URL are never inherited.
  */
-export async function startReplica(
-  env: Record<string, string>,
-  opts: {
-    port?: number;
-    /** Another build to run instead: `node <entry>` in `cwd` (the production path, dist/). */
-    build?: { cwd: string; entry: string };
-    /** Node options before the entry point (an `--import` of a test's own hooks). */
-    nodeArgs?: readonly string[];
-  } = {},
-): Promise<Replica> {
-  const port = opts.port ?? (await freePort());
+export async function startReplica(env: Record<string, string>, opts: ReplicaOptions = {}): Promise<Replica> {
+  if (opts.port !== undefined) return startOn(opts.port, env, opts);
+  // The port must be known before the start (it is the IdP's issuer, PUBLIC_URL), so it is one the kernel just gave
+  // out and took back: any process's outgoing connection can take it in between. Then the start fails with
+  // EADDRINUSE before anything is served, and another port is tried.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOn(await freePort(), env, opts);
+    } catch (error) {
+      if (attempt === PORT_ATTEMPTS || !(error instanceof PortTaken)) throw error;
+    }
+  }
+}
+
+const PORT_ATTEMPTS = 3;
+
+class PortTaken extends Error {}
+
+interface ReplicaOptions {
+  port?: number;
+  /** Another build to run instead: `node <entry>` in `cwd` (the production path, dist/). */
+  build?: { cwd: string; entry: string };
+  /** Node options before the entry point (an `--import` of a test's own hooks). */
+  nodeArgs?: readonly string[];
+}
+
+async function startOn(port: number, env: Record<string, string>, opts: ReplicaOptions): Promise<Replica> {
   const url = `http://127.0.0.1:${port}`;
   const childEnv: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['DATABASE_URL', 'DATABASE_SCHEMA', 'REDIS_URL', 'NODE_OPTIONS', 'PUBLIC_URL', 'OIDC_ISSUER'])
@@ -100,7 +116,13 @@ export async function startReplica(
     exited.then(([code]) => ({ msg: `exited with ${code}` }) as LogEntry),
   ]);
   if (started.msg !== 'orders-api listening') {
-    throw new Error(`replica on ${port} did not start (${started.msg}): ${stderr}${JSON.stringify(started)}`);
+    const message = `replica on ${port} did not start (${started.msg}): ${stderr}${JSON.stringify(started)}`;
+    const err = started.err as { code?: unknown } | undefined;
+    if (err?.code === 'EADDRINUSE') {
+      await replica.stop('SIGKILL');
+      throw new PortTaken(message);
+    }
+    throw new Error(message);
   }
   if (typeof started.metrics === 'string' && started.metrics !== 'off') metricsUrl = started.metrics;
   return replica;
