@@ -368,7 +368,7 @@ interface FloorResult {
  * in blocks of events that alternate with the app's (`run`), so that both see the same machine: one measured after
  * the other read this shared machine's drift as a difference between them.
  */
-async function openFloor(sample: string, now: () => number) {
+async function openFloor(sample: string, options: Options, now: () => number) {
   const floor = await startChild('floor', './fanoutFloor.ts', {});
   const started = now();
   const connected = await Promise.all(
@@ -392,7 +392,7 @@ async function openFloor(sample: string, now: () => number) {
   let clientsMicros = 0;
   return {
     /** `count` events, `spacingMs` apart, each broadcast once every socket has the one before. */
-    async run(count: number, options: Options): Promise<void> {
+    async run(count: number): Promise<void> {
       const clientsBefore = clientsCpuMicros(await reportsOf([]));
       const cpuBefore = await floor.cpu();
       for (let e = 0; e < count; e++) {
@@ -699,7 +699,7 @@ async function measure(
   // The floor beside the app's subscribers, copying a `next` message the app sent.
   const sample = (await reportsOf([])).find((r) => r.sample)?.sample;
   if (!sample) throw new Error('no subscriber received a next message to copy for the floor');
-  const floor = await openFloor(sample, now);
+  const floor = await openFloor(sample, options, now);
 
   // The measured events, one at a time, in blocks that alternate between the app and the floor.
   const timings: EventTiming[] = [];
@@ -750,26 +750,26 @@ async function measure(
         : postgresMs + Math.max(0, machineAfter.postgresMs - machineBefore.postgresMs);
     clientsCpuMs += (clientsCpuMicros(await reportsOf([])) - clientsCpuBefore) / 1000;
   };
-  if (options.profile) await app.request('profile-start');
+  let profilePath: string | undefined;
+  let afterEvents: MemoryReading;
+  let reports: ClientReport[];
   try {
+    if (options.profile) await app.request('profile-start');
     for (let round = 0; round < options.rounds; round++) {
       // The events spread over the rounds as evenly as they go; in each round the app's block, then the floor's.
       const count = Math.floor(((round + 1) * options.events) / options.rounds) - timings.length;
       await appEvents(count);
-      await floor.run(count, options);
+      await floor.run(count);
     }
-  } catch (error) {
+    if (options.profile) profilePath = (await app.request('profile-stop')) as string;
+    afterEvents = await memory(`after ${options.events} events`);
+    // What every subscription received of the measured events.
+    reports = await reportsOf(timings.map((t) => t.orderId));
+  } finally {
+    // Stopped once the subscriber processes have reported: they count a connection the floor closes as a problem.
     await floor.stop();
-    throw error;
   }
-  const profilePath = options.profile ? ((await app.request('profile-stop')) as string) : undefined;
-  const afterEvents = await memory(`after ${options.events} events`);
-
-  // What every subscription received of the measured events.
   const orderIds = timings.map((t) => t.orderId);
-  const reports: ClientReport[] = await reportsOf(orderIds);
-  // Stopped once the subscriber processes have reported: they count a connection the floor closes as a problem.
-  await floor.stop();
   const latencies: number[] = [];
   let missing = 0;
   let leaked = 0;
@@ -896,7 +896,13 @@ async function measure(
     const path = join(env.profileDir, `fanout-${env.mode}.cpuprofile`);
     await rename(profilePath, path);
     profile = { path, summary: await summarizeProfile(path) };
-    console.log(`\n${renderProfile(`the fan-out of ${options.events} events`, path, profile.summary)}`);
+    console.log(
+      `\n${renderProfile(
+        `the measured window: the fan-out of ${options.events} events, and the app idle while the floor took its turns`,
+        path,
+        profile.summary,
+      )}`,
+    );
   }
 
   await mkdir(env.resultsDir, { recursive: true });
