@@ -808,6 +808,10 @@ describe('webhook-delivery', () => {
         assert.equal(events.length, 1);
       } finally {
         example.close();
+        // The endpoint goes with its receiver: left in place, alice's later orders would wait in the queue for a
+        // closed port, and the backlog the next tests read would count them.
+        const deleted = await rest(server.url, 'DELETE', `/webhook-endpoints/${endpoint.id}`, { token: alice });
+        assert.equal(deleted.status, 204, deleted.text);
       }
     });
 
