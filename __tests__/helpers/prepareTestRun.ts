@@ -100,6 +100,24 @@ async function emptyCluster(): Promise<PGlite> {
   return pglite;
 }
 
+/**
+ * A checkpoint keeps the WAL segments it no longer needs as the next ones to write, by renaming them: after the
+ * migrations and seed, most of the template's WAL. Nothing in them is read, yet every test server would unpack them
+ * into memory, so they are removed before the dump, and PostgreSQL creates each one when it first writes
+ * to it. The segment being written and any before it stay. (WAL file names are fixed-width hexadecimal: their text
+ * order is their numeric order.)
+ */
+async function dropFutureWalSegments(pglite: PGlite): Promise<void> {
+  const { rows } = await pglite.query<{ dir: string; current: string }>(
+    `select current_setting('data_directory') || '/pg_wal' as dir, pg_walfile_name(pg_current_wal_insert_lsn()) as current`,
+  );
+  const { dir, current } = rows[0]!;
+  const { FS } = pglite.Module;
+  for (const name of FS.readdir(dir)) {
+    if (/^[0-9A-F]{24}$/.test(name) && name > current) FS.unlink(`${dir}/${name}`);
+  }
+}
+
 const pglite = await emptyCluster();
 const db: Database = {
   kind: 'pglite',
@@ -125,6 +143,7 @@ try {
   writeFileSync(run.idpSecretsFile, JSON.stringify(row!.jwks));
   // Each test server then starts from this checkpoint instead of replaying the migrations' and seed's WAL.
   await pglite.exec('checkpoint');
+  await dropFutureWalSegments(pglite);
   const tarball = await pglite.dumpDataDir('none');
   writeFileSync(run.templateTar, Buffer.from(await tarball.arrayBuffer()));
 } finally {

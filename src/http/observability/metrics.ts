@@ -122,9 +122,16 @@ class TalliedHistogram {
 export type RefusalReason =
   'rate_budget' | 'query_cost' | 'query_limits' | 'stream_limit' | 'connections_per_ip' | 'request_timeout';
 
+/**
+ * How often the event-loop delay histogram behind nodejs_eventloop_lag_* samples, in ms. At prom-client's default of
+ * 10 ms those wakeups were most of an idle replica's CPU (docs/operations.md#probes-metrics-and-logs); at 50 ms every
+ * stall of 50 ms or longer is still caught.
+ */
+const EVENT_LOOP_SAMPLE_MS = 50;
+
 export function createMetrics() {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   registerTracingMetrics(registry);
   return {
     registry,
