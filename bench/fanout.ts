@@ -57,6 +57,11 @@ const RUN_TIMEOUT_MS = 240_000;
 const DELIVERY_TIMEOUT_MS = 15_000;
 const CONNECT_TIMEOUT_MS = 90_000;
 const HANDSHAKES_IN_FLIGHT_PER_CLIENT = 64;
+/**
+ * How long the app and the floor hold their subscribers side by side with no event, for what holding costs a second:
+ * two turns of the app's keep-alive pings (30 s over 10 turns).
+ */
+const HOLD_MS = 6_000;
 /** Events placed with no subscriber, for the app's CPU per event without a fan-out. */
 const IDLE_EVENTS = 10;
 
@@ -333,6 +338,12 @@ export interface FanoutResult {
     /** The same event (the write, its event, two GET /healthz) with no subscriber: what is not fan-out. */
     readonly idleUserMsPerEvent: number;
     readonly idleSystemMsPerEvent: number;
+    /**
+     * Holding every subscriber with no event (HOLD_MS, the floor at the same time), CPU ms a second: what each event's
+     * pause (`spacingMs`) costs whatever the event does.
+     */
+    readonly holdingMsPerSecond: number;
+    readonly floorHoldingMsPerSecond: number;
     readonly serverUsPerDelivery: number;
     readonly subscriberProcessesPercent: number;
     /** Every PostgreSQL process on the machine; null where /proc is unreadable. */
@@ -432,6 +443,7 @@ async function openFloor(sample: string, options: Options, now: () => number) {
         lastDeliveryP99Ms: percentiles(last).p99,
       };
     },
+    cpu: () => floor.cpu(),
     stop: () => floor.stop(),
   };
 }
@@ -700,6 +712,7 @@ async function measure(
   const sample = (await reportsOf([])).find((r) => r.sample)?.sample;
   if (!sample) throw new Error('no subscriber received a next message to copy for the floor');
   const floor = await openFloor(sample, options, now);
+  const holding = await holdingCost(app, floor, now);
 
   // The measured events, one at a time, in blocks that alternate between the app and the floor.
   const timings: EventTiming[] = [];
@@ -879,6 +892,8 @@ async function measure(
       serverUserMsPerEvent: (serverCpuMs - serverSystemMs) / options.events,
       idleUserMsPerEvent: (idleCpuAfter.user - idleCpuBefore.user) / 1000 / IDLE_EVENTS,
       idleSystemMsPerEvent: (idleCpuAfter.system - idleCpuBefore.system) / 1000 / IDLE_EVENTS,
+      holdingMsPerSecond: holding.app,
+      floorHoldingMsPerSecond: holding.floor,
       serverUsPerDelivery: (1000 * serverCpuMs) / Math.max(1, latencies.length),
       subscriberProcessesPercent: percentOfWindow(clientsCpuMs),
       postgresPercent: postgresMs === null ? null : percentOfWindow(postgresMs),
@@ -928,6 +943,23 @@ async function measure(
 }
 
 const cpuMicros = (t: CpuTime) => t.user + t.system;
+
+/** CPU ms a second that the app and the floor spend holding their subscribers, both idle over the same HOLD_MS. */
+async function holdingCost(
+  app: { cpu(): Promise<CpuTime> },
+  floor: { cpu(): Promise<CpuTime> },
+  now: () => number,
+): Promise<{ app: number; floor: number }> {
+  const [app0, floor0] = await Promise.all([app.cpu(), floor.cpu()]);
+  const started = now();
+  await sleep(HOLD_MS);
+  const [app1, floor1] = await Promise.all([app.cpu(), floor.cpu()]);
+  const seconds = (now() - started) / 1000;
+  return {
+    app: (cpuMicros(app1) - cpuMicros(app0)) / 1000 / seconds,
+    floor: (cpuMicros(floor1) - cpuMicros(floor0)) / 1000 / seconds,
+  };
+}
 const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 const f0 = (n: number) => Math.round(n).toLocaleString('en-US');
 const f1 = (n: number) => n.toFixed(1);
@@ -1044,6 +1076,16 @@ function render(r: FanoutResult): string {
   const floorLine =
     `floor: ${fl.delivered} of ${fl.events} events reached every socket; last subscriber ${f1(fl.lastDeliveryMs)} ms (median), ${f1(fl.lastDeliveryP99Ms)} ms (p99) ` +
     `after the broadcast request; subscriber processes ${f1(fl.subscriberProcessesMsPerEvent)} ms CPU per event.`;
+  const floorMsPerEvent = fl.userMsPerEvent + fl.systemMsPerEvent;
+  const appPause = (c.holdingMsPerSecond * m.spacingMs) / 1000;
+  const floorPause = (c.floorHoldingMsPerSecond * m.spacingMs) / 1000;
+  const ratioLine =
+    `app ÷ floor, CPU per event: ${(c.serverMsPerEvent / floorMsPerEvent).toFixed(2)}× (issue 34's target: ≤ 1.5×). ` +
+    `Holding the subscribers with no event (${HOLD_MS / 1000} s, both at once) took the app ` +
+    `${f1(c.holdingMsPerSecond)} ms of CPU a second and the floor ${f1(c.floorHoldingMsPerSecond)} ms, so each event's ` +
+    `${f0(m.spacingMs)} ms pause holds ${f1(appPause)} ms of the app's figure and ${f1(floorPause)} ms of the floor's; ` +
+    `without it: ${f1(c.serverMsPerEvent - appPause)} ÷ ${f1(floorMsPerEvent - floorPause)} = ` +
+    `${((c.serverMsPerEvent - appPause) / (floorMsPerEvent - floorPause)).toFixed(2)}×.`;
   return [
     heading,
     '',
@@ -1059,6 +1101,7 @@ function render(r: FanoutResult): string {
     '',
     floorTable,
     floorLine,
+    ratioLine,
     ...(r.problems.length ? ['', 'FLAGGED:', ...r.problems.map((p) => `  ${p}`)] : []),
   ].join('\n');
 }
