@@ -1046,6 +1046,7 @@ function render(r: FanoutResult): string {
       .join(' and ') +
     '.';
   const fl = r.floor;
+  const floorMsPerEvent = fl.userMsPerEvent + fl.systemMsPerEvent;
   const floorTable = table([
     ['CPU per event, ms', 'user', 'kernel', 'total'],
     [
@@ -1070,13 +1071,12 @@ function render(r: FanoutResult): string {
       `floor: ${m.subscriptionsPerConnection} × ${f0(fl.frameBytes)} bytes to each of ${f0(fl.connections)} sockets`,
       f1(fl.userMsPerEvent),
       f1(fl.systemMsPerEvent),
-      f1(fl.userMsPerEvent + fl.systemMsPerEvent),
+      f1(floorMsPerEvent),
     ],
   ]);
   const floorLine =
     `floor: ${fl.delivered} of ${fl.events} events reached every socket; last subscriber ${f1(fl.lastDeliveryMs)} ms (median), ${f1(fl.lastDeliveryP99Ms)} ms (p99) ` +
     `after the broadcast request; subscriber processes ${f1(fl.subscriberProcessesMsPerEvent)} ms CPU per event.`;
-  const floorMsPerEvent = fl.userMsPerEvent + fl.systemMsPerEvent;
   const appPause = (c.holdingMsPerSecond * m.spacingMs) / 1000;
   const floorPause = (c.floorHoldingMsPerSecond * m.spacingMs) / 1000;
   const ratioLine =
