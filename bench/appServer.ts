@@ -65,6 +65,8 @@ try {
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('WEBHOOK_'))),
     // The fan-out bench opens thousands of WebSockets from one address.
     ...(process.env.WS_MAX_PER_IP ? { WS_MAX_PER_IP: process.env.WS_MAX_PER_IP } : {}),
+    // How often the app pings its WebSockets, for measuring what the pings cost (`WS_KEEPALIVE_S=3600 … --fanout`).
+    ...(process.env.WS_KEEPALIVE_S ? { WS_KEEPALIVE_S: process.env.WS_KEEPALIVE_S } : {}),
     ...(process.env.HTTP_MAX_CONNECTIONS_PER_IP
       ? { HTTP_MAX_CONNECTIONS_PER_IP: process.env.HTTP_MAX_CONNECTIONS_PER_IP }
       : {}),
