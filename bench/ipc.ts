@@ -115,16 +115,24 @@ export function serveParent(ready: Omit<ReadyMessage, 'type'>, close: () => Prom
  * Child side, for a server child: listens on a free loopback port, then announces that URL (serveParent). On `stop`
  * its connections are closed and it stops listening before `close` releases the rest (a pool).
  */
-export async function serveHttpToParent(server: Server, close: () => Promise<void>): Promise<void> {
+export async function serveHttpToParent(
+  server: Server,
+  close: () => Promise<void>,
+  handlers: Handlers = {},
+): Promise<void> {
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  serveParent({ url: `http://127.0.0.1:${port}` }, async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await close();
-  });
+  serveParent(
+    { url: `http://127.0.0.1:${port}` },
+    async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await close();
+    },
+    handlers,
+  );
 }

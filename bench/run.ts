@@ -281,6 +281,8 @@ const PEERS: readonly { name: string; script: string; env?: Record<string, strin
   { name: 'apollo-minimal', script: './peers/apolloMinimal.ts' },
 ];
 const PEER_SCENARIOS = new Set(['recentOrders-20', 'recentOrders-100', 'order-by-id', 'orders-filtered-50']);
+/** The peers that --profile profiles beside the app: the other stack, and this stack with none of the app's features. */
+const PROFILED_PEERS = new Set(['mercurius+jit', 'apollo-minimal']);
 
 /** A peer must answer 200, without errors, about the same records as the floor; returns its body. */
 async function checkPeer(scenario: Scenario, name: string, peer: string, floorBody: string): Promise<string> {
@@ -589,8 +591,7 @@ async function main(): Promise<number> {
   if (options.peers) {
     for (const { name, script, env } of PEERS) {
       // Its own folder: each profiler numbers its files from 1 (app-1.cpuprofile).
-      const profiled =
-        name === 'mercurius+jit' && options.profile ? { BENCH_PROFILE_DIR: join(profileDir, 'mercurius') } : {};
+      const profiled = PROFILED_PEERS.has(name) && options.profile ? { BENCH_PROFILE_DIR: join(profileDir, name) } : {};
       const child = await startChild(name, script, {
         DATABASE_URL: databaseUrl,
         DATABASE_SCHEMA: schema,
@@ -620,7 +621,7 @@ async function main(): Promise<number> {
       for (const [name, peer] of peerChildren) {
         if (label !== 'production' || (name !== 'compare' && !PEER_SCENARIOS.has(scenario.name))) continue;
         const expectBody = await checkPeer(scenario, name, peer.ready.url, check.floorBody);
-        const profiled = options.profile && name === 'mercurius+jit';
+        const profiled = options.profile && PROFILED_PEERS.has(name);
         const p = await measure(
           peer,
           { ...scenario.request(peer.ready.url), expectBody, normalize: ignoreBudgetCountdown },

@@ -20,6 +20,7 @@ import { frontDoor } from '../../src/http/graphql/frontDoor.js';
 import { createJitExecutor } from '../../src/http/pipeline/jitExecutor.js';
 import { sha256 } from '../../src/http/pipeline/persistedDocuments.js';
 import { reportFailure, serveHttpToParent } from '../ipc.js';
+import { createProfiler } from '../profiler.js';
 import { createPeerData, type PeerContext, typeDefs } from './shared.js';
 
 try {
@@ -89,10 +90,16 @@ try {
     res.type('text/plain; version=0.0.4').send(data.metricsText());
   });
   const server = createServer(app);
-  await serveHttpToParent(server, async () => {
-    await apollo.stop();
-    await data.close();
-  });
+  // With --profile, its CPU profile goes beside the app's: what the app does beyond the stack, function by function.
+  const profiler = process.env.BENCH_PROFILE_DIR ? createProfiler(process.env.BENCH_PROFILE_DIR) : null;
+  await serveHttpToParent(
+    server,
+    async () => {
+      await apollo.stop();
+      await data.close();
+    },
+    profiler ? { 'profile-start': profiler.start, 'profile-stop': profiler.stop } : {},
+  );
 } catch (error) {
   reportFailure(error);
 }
