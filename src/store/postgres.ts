@@ -141,13 +141,22 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
    * no connection keeps an unbounded number of them.
    */
   const names = new Map<string, string>();
-  const statement = (text: string, params?: readonly unknown[]): pg.QueryConfig => {
-    // Without parameters pg sends the text by the simple protocol, which also runs several commands (migrations).
-    if (!params?.length) return { text };
-    let name = names.get(text);
-    if (name === undefined && names.size < MAX_NAMED) names.set(text, (name = `s${names.size}`));
-    return { text, values: params as unknown[], ...(name ? { name } : {}) };
-  };
+  /**
+   * Runs one statement on `client`. The query is built from the text, not from a config object, which pg would copy
+   * property descriptor by property descriptor for every statement (1.6 µs against 0.1 µs a statement).
+   */
+  const run = <R>(client: pg.PoolClient, text: string, params?: readonly unknown[]) =>
+    new Promise<ResultSet<R>>((resolve, reject) => {
+      const done = (error: Error | undefined, result: unknown) =>
+        error ? reject(error) : resolve(result as ResultSet<R>);
+      // Without parameters pg sends the text by the simple protocol, which also runs several commands (migrations).
+      if (!params?.length) return void client.query(new pg.Query(text, done));
+      const query = new pg.Query(text, params as unknown[], done);
+      let name = names.get(text);
+      if (name === undefined && names.size < MAX_NAMED) names.set(text, (name = `s${names.size}`));
+      if (name) (query as { name?: string }).name = name;
+      client.query(query);
+    }).catch(translateDatabaseError);
 
   const server = new URL(url);
   // Statement spans' attributes (OpenTelemetry's PostgreSQL conventions: the namespace is database|schema).
@@ -170,27 +179,23 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
     },
     async queryResult<R>(sql: string, params?: readonly unknown[]): Promise<ResultSet<R>> {
       db.onStatement?.();
-      return withClient((client) =>
-        traced(sql, engine, () => client.query(statement(sql, params)).catch(translateDatabaseError)),
-      );
+      return withClient((client) => traced(sql, engine, () => run<R>(client, sql, params)));
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       return withClient(async (client, discard) => {
-        const run = (sql: string, params?: readonly unknown[]) =>
-          client.query(statement(sql, params)).catch(translateDatabaseError);
         const tx: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
             return (await tx.queryResult<R>(sql, params)).rows;
           },
           queryResult<R>(sql: string, params?: readonly unknown[]): Promise<ResultSet<R>> {
             db.onStatement?.();
-            return traced(sql, engine, () => run(sql, params));
+            return traced(sql, engine, () => run<R>(client, sql, params));
           },
         };
-        await run('begin');
+        await run(client, 'begin');
         try {
           const value = await fn(tx);
-          await run('commit');
+          await run(client, 'commit');
           return value;
         } catch (error) {
           // A connection whose rollback failed may still be inside the transaction: nobody else gets it.
