@@ -115,7 +115,8 @@ const USAGE = `usage: npm run bench -- [options]
                       By default the primary figures are of a replica configured as in production
                       (NODE_ENV=production, its issuer a separate process: the development instance's /idp),
                       so the measured process never serves the IdP; the development instance follows.
-  --profile           CPU-profile the app during each measured run (slows it; numbers are then not comparable)
+  --profile           CPU-profile the app during each measured run (slows it; numbers are then not comparable);
+                      with --peers, Mercurius + jit and apollo-minimal too
   --tsx               run the measured replica from the sources through tsx instead of the tsc build in dist/
                       (by default the bench runs \`npm run build\` first and measures dist/, as production runs it)
   --no-build          measure dist/ as it is, without running \`npm run build\` first
