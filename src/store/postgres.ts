@@ -20,7 +20,7 @@ export const POOL_SIZE = 10;
 
 /** A TCP connection to the database that is not established by then is given up: the server is not there. */
 const TCP_CONNECT_TIMEOUT_MS = 500;
-/** At most this many distinct SQL texts become named prepared statements (see `statement`). */
+/** At most this many distinct SQL texts become named prepared statements (see `run`). */
 const MAX_NAMED = 500;
 /** While the circuit is open, a probe tries to connect this often. */
 const PROBE_EVERY_MS = 500;
