@@ -8,6 +8,7 @@ import {
   connectionTable,
   CONNECTIONS_CHECK_MS,
   drainConnections,
+  expressPrototypes,
   watchBody,
 } from './http/connections/index.js';
 import { isTrustedPeer, proxyTrust } from './http/middleware/index.js';
@@ -59,8 +60,11 @@ export async function startServer(
   /** The connections open when the drain began. */
   let openBefore: ReadonlySet<Socket> | undefined;
   const { requestTimeoutSeconds, bodyIdleTimeoutSeconds, maxConnectionsPerIp, maxProxyConnections } = config.httpServer;
+  const born = expressPrototypes();
   const server = createServer(
     {
+      IncomingMessage: born.IncomingMessage,
+      ServerResponse: born.ServerResponse,
       // Node's own Host check answers a bare `400` with no body; the request handler answers it as problem details.
       requireHostHeader: false,
       // Behind a load balancer, idle keep-alive connections must outlive the balancer's own idle timeout.
@@ -150,6 +154,7 @@ export async function startServer(
       throw error;
     }
   }
+  born.adopt(app.app);
   handler = app.app;
   server.on('upgrade', (req, socket: Socket, head) => {
     if (table.isRefused(socket)) return;

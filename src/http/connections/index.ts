@@ -7,3 +7,4 @@ export { CONNECTIONS_CHECK_MS, watchBody } from './bodyTimeouts.js';
 export { answerUnreadableRequest } from './clientErrors.js';
 export { connectionTable, type Connection, type ConnectionTable } from './connectionTable.js';
 export { drainConnections, type DrainOutcome } from './drain.js';
+export { expressPrototypes } from './expressPrototypes.js';
