@@ -62,6 +62,19 @@ const SQL_ONLY_IN_STORE = [
   { selector: `TemplateElement[value.raw=${SQL_SHAPE}]`, message: 'SQL lives in src/store/.' },
 ];
 
+/**
+ * An object literal with a getter or setter gives each object it makes hidden-class data of its own, which V8 keeps in
+ * the old generation: made per request, it kept the request's loaders and all they reached alive through every
+ * young-generation collection (bench/README.md, "Objects that outlive their request"). A class puts its accessors on the
+ * prototype, once.
+ */
+const NO_LITERAL_ACCESSORS = [
+  {
+    selector: "ObjectExpression > Property[kind='get'], ObjectExpression > Property[kind='set']",
+    message: 'Accessors go on a class, not on an object literal: see NO_LITERAL_ACCESSORS in eslint.config.js.',
+  },
+];
+
 export default tseslint.config(
   {
     ignores: [
@@ -90,10 +103,11 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/store/**'],
     rules: {
-      'no-restricted-syntax': ['error', ...SQL_ONLY_IN_STORE],
+      'no-restricted-syntax': ['error', ...SQL_ONLY_IN_STORE, ...NO_LITERAL_ACCESSORS],
       'no-restricted-imports': ['error', { paths: DATABASE_DRIVERS }],
     },
   },
+  { files: ['src/store/**/*.ts'], rules: { 'no-restricted-syntax': ['error', ...NO_LITERAL_ACCESSORS] } },
   {
     files: ['src/**/*.ts'],
     ignores: ['src/app.ts', 'src/server.ts', 'src/main.ts', 'src/cli/**'],

@@ -18,18 +18,47 @@ import { countOrders, ordersByIds, scanOrders } from './orderPages.js';
 import { allProducts } from './products.js';
 import { webhookRows } from './webhooks.js';
 
-/** The domain's repositories over one connection or one open transaction. */
+/**
+ * The domain's repositories over one connection or one open transaction. A class, with the getters on its prototype:
+ * an object literal with getters, made for every transaction, keeps what it reaches alive through young-generation
+ * collections (see Loaders in domain/loaders.ts).
+ */
+class RepositoriesOver implements Repositories {
+  readonly #db: Queryable;
+  #directory: DirectoryRepository | undefined;
+  #webhooks: WebhookRepository | undefined;
+  readonly orders: Repositories['orders'];
+  readonly customers: Repositories['customers'];
+  readonly products: Repositories['products'];
+  readonly events: Repositories['events'];
+  readonly idempotency: Repositories['idempotency'];
+
+  constructor(db: Queryable) {
+    this.#db = db;
+    const functions = repositoryFunctions(db);
+    this.orders = functions.orders;
+    this.customers = functions.customers;
+    this.products = functions.products;
+    this.events = functions.events;
+    this.idempotency = functions.idempotency;
+  }
+
+  // Made on first use: most transactions are about orders.
+  get directory(): DirectoryRepository {
+    return (this.#directory ??= directoryRows(this.#db));
+  }
+
+  get webhooks(): WebhookRepository {
+    return (this.#webhooks ??= webhookRows(this.#db));
+  }
+}
+
 export function repositoriesOver(db: Queryable): Repositories {
-  let directory: DirectoryRepository | undefined;
-  let webhooks: WebhookRepository | undefined;
+  return new RepositoriesOver(db);
+}
+
+function repositoryFunctions(db: Queryable): Omit<Repositories, 'directory' | 'webhooks'> {
   return {
-    // Made on first use: most transactions are about orders.
-    get directory() {
-      return (directory ??= directoryRows(db));
-    },
-    get webhooks() {
-      return (webhooks ??= webhookRows(db));
-    },
     orders: {
       find: (id) => findOrder(db, id),
       list: (opts) => listOrders(db, opts),
@@ -63,6 +92,17 @@ export function repositoriesOver(db: Queryable): Repositories {
 }
 
 /** The domain's storage port over a database: its repositories, and transactions over them. */
+class StorageOver extends RepositoriesOver implements Storage {
+  readonly #db: Database;
+  constructor(db: Database) {
+    super(db);
+    this.#db = db;
+  }
+  transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
+    return this.#db.transaction((tx) => work(new RepositoriesOver(tx)));
+  }
+}
+
 export function createStorage(db: Database): Storage {
-  return { ...repositoriesOver(db), transaction: (work) => db.transaction((tx) => work(repositoriesOver(tx))) };
+  return new StorageOver(db);
 }
