@@ -76,6 +76,10 @@ export async function startChild(
   const relative = script.replace(/^\.\//, '');
   const js = built && BUILT_CHILDREN.includes(relative);
   const path = js ? join(builtDir, relative.replace(/\.ts$/, '.mjs')) : fileURLToPath(new URL(script, import.meta.url));
+  // BENCH_CHILD_ARGS: node flags for every server child but the floors, e.g. `--trace-gc-nvp` (what each collection
+  // copied and promoted: bench/README.md, "Objects that outlive their request").
+  const extra = process.env.BENCH_CHILD_ARGS?.split(' ').filter(Boolean) ?? [];
+  if (extra.length && name !== 'floor') nodeArgs = [...nodeArgs, ...extra];
   const child: ChildProcess = fork(path, [], {
     execArgv: js ? nodeArgs : ['--import', 'tsx', ...nodeArgs],
     env: { ...process.env, ...IMAGE_ALLOCATOR.env, ...env },
