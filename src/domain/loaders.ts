@@ -80,7 +80,3 @@ export class Loaders {
     ));
   }
 }
-
-export function createLoaders(repos: Repos): Loaders {
-  return new Loaders(repos);
-}

@@ -1,6 +1,6 @@
 import { createCatalogue } from './catalogue.js';
 import { createCustomerService } from './customers.js';
-import { createLoaders } from './loaders.js';
+import { Loaders } from './loaders.js';
 import { createNodes } from './nodes.js';
 import { createOrderService } from './orderService.js';
 import type { DirectoryFeed, EventChannel, Storage } from './ports.js';
@@ -45,7 +45,7 @@ export function createServices(
     provisioning,
     webhooks: webhookEndpoints,
     nodes,
-    loaders: () => createLoaders(storage),
+    loaders: () => new Loaders(storage),
   };
 }
 

@@ -53,10 +53,6 @@ class RepositoriesOver implements Repositories {
   }
 }
 
-export function repositoriesOver(db: Queryable): Repositories {
-  return new RepositoriesOver(db);
-}
-
 function repositoryFunctions(db: Queryable): Omit<Repositories, 'directory' | 'webhooks'> {
   return {
     orders: {

@@ -8,8 +8,8 @@ import type { Express } from 'express';
  * app.request)`). Changing an object's prototype after it is made costs V8 far more than the call suggests: the
  * objects take a hidden class of their own and allocate more, and much of what a request allocates then survives the
  * young-generation collections and is copied into the old generation, to be freed only by a full collection. A bare
- * `app.use((req, res) => res.end())` measured 20–22k requests a second that way against 69–97k with the objects
- * born with the app's prototypes, which V8 leaves as they are when asked to set the prototype they already have
+ * `app.use((req, res) => res.end())` served 20–22k requests in 5 s that way against 69–97k with the objects born
+ * with the app's prototypes, which V8 leaves as they are when asked to set the prototype they already have
  * (bench/README.md has the figures).
  *
  * Until `adopt` is called (the app is built after the socket opens), the prototypes are Node's own.
