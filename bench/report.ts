@@ -1,5 +1,6 @@
 import os from 'node:os';
 import type { LoadStats } from './load.js';
+import type { Rounds } from './rounds.js';
 
 /** One server's run of one scenario. */
 export interface SideResult {
@@ -49,6 +50,8 @@ export interface ScenarioResult {
   readonly problems: readonly string[];
   /** With --peers: the other GraphQL servers (bench/peers/) on the same request, measured right after the floor. */
   readonly peers?: readonly PeerResult[];
+  /** With --rounds: every round's CPU µs/req and req/s of the app, the floor and the target peers (bench/rounds.ts). */
+  readonly rounds?: Rounds;
 }
 
 /** A peer GraphQL server's run of one scenario, beside the app and the floor. */

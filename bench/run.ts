@@ -43,6 +43,7 @@ import { difference, readCounters } from './metrics.js';
 import { renderProfile, summarizeProfile, type ProfileSummary } from './profile.js';
 import { problemsOf, renderTables, type ScenarioResult, type SideResult } from './report.js';
 import { scenarioCatalogue, scenarios, type Scenario } from './scenarios.js';
+import { describeRounds, measureRounds, type RoundSide, type Rounds } from './rounds.js';
 import { MIX_READS_PER_WRITE, runMix, type MixStats } from './mix.js';
 import { baselineOf, checkAgainstBaseline, renderTargets, writeBaseline, type FanoutFigures } from './targets.js';
 import { execFileSync } from 'node:child_process';
@@ -121,15 +122,16 @@ const USAGE = `usage: npm run bench -- [options]
                       (by default the bench runs \`npm run build\` first and measures dist/, as production runs it)
   --no-build          measure dist/ as it is, without running \`npm run build\` first
   --peers             also measure Mercurius + graphql-jit and GraphQL Yoga (bench/peers/) on the list and one-order
-                      scenarios, beside the app and the floor, and print the issue-27 table
+                      scenarios, beside the app and the floor, and print the table of issues 34–36's targets
   --with-fanout       then run the fan-out bench (defaults, compiled) in the same invocation, for that table's rows
   --check             exit 1 if the list of 100's CPU efficiency against the floor (floor CPU/req ÷ app CPU/req) is
                       more than 15 % below bench/results/baseline.json's, or any run had errors
   --write-baseline    write this run's list-of-100 figures to bench/results/baseline.json
   --compare <dir>     also measure a production replica built in another checkout (<dir>/dist, \`npm run build\`
                       there first), as the row "compare", beside this one on every scenario: an A/B in one run
-  --rounds <n>        with --compare: measure the app and the compare replica <n> times each, alternately, and
-                      print the CPU µs/req of every round and their medians (default 1)
+  --rounds <n>        measure each scenario's app, floor, Mercurius + jit (--peers) and compare replica (--compare)
+                      <n> times, in turn, the order rotating each round; print every round's figures and the
+                      median of each round's ratio, which the targets table and --check then use (default 1)
   --min-ratio <ratio> exit 1 if any scenario's app/floor throughput ratio is below <ratio>, or any run had errors
   --fanout            run the WebSocket subscription fan-out bench instead (npm run bench -- --fanout --help)
   --abuse             send each hostile GraphQL document for 30 s beside normal traffic (--seconds <s>)
@@ -281,6 +283,8 @@ const PEERS: readonly { name: string; script: string; env?: Record<string, strin
   // The same stack on this app's request path (front door, hash once, Apollo by hash, jit), with none of its features.
   { name: 'apollo-minimal', script: './peers/apolloMinimal.ts' },
 ];
+/** The peers that --rounds measures again in every round: those a target compares the app with. */
+const ROUND_PEERS = new Set(['mercurius+jit', 'compare']);
 const PEER_SCENARIOS = new Set(['recentOrders-20', 'recentOrders-100', 'order-by-id', 'orders-filtered-50']);
 /** The peers that --profile profiles beside the app: the other stack, and this stack with none of the app's features. */
 const PROFILED_PEERS = new Set(['mercurius+jit', 'apollo-minimal']);
@@ -652,42 +656,47 @@ async function main(): Promise<number> {
           `${scenario.name}: ${name} ${Math.round(p.result.stats.rps)} req/s, ${Math.round(p.result.cpuUsPerRequest)} µs/req`,
         );
       }
-      const comparePeer = peerChildren.find(([name]) => name === 'compare')?.[1];
-      if (comparePeer && options.rounds > 1 && label === 'production') {
-        const ours = [a.result.cpuUsPerRequest];
-        const theirs = [peers.find((p) => p.name === 'compare')!.result.cpuUsPerRequest];
-        const theirBody = await checkPeer(scenario, 'compare', comparePeer.ready.url, check.floorBody);
-        for (let round = 1; round < options.rounds; round++) {
-          const pair = [
-            () =>
-              measure(
-                app,
-                { ...scenario.request(app.ready.url), expectBody: check.appBody, normalize: ignoreBudgetCountdown },
-                false,
-              ).then((m) => ours.push(m.result.cpuUsPerRequest)),
-            () =>
-              measure(
-                comparePeer,
-                { ...scenario.request(comparePeer.ready.url), expectBody: theirBody, normalize: ignoreBudgetCountdown },
-                false,
-              ).then((m) => theirs.push(m.result.cpuUsPerRequest)),
-          ];
-          // Alternate which goes first, so that a trend in the machine's load falls on both alike.
-          for (const step of round % 2 ? pair.reverse() : pair) await step();
+      let rounds: Rounds | undefined;
+      if (options.rounds > 1 && label === 'production') {
+        const appSpec = {
+          ...scenario.request(app.ready.url),
+          expectBody: check.appBody,
+          normalize: ignoreBudgetCountdown,
+        };
+        const floorSpec = { ...scenario.request(floor.ready.url), expectBody: check.floorBody };
+        const once = (child: ServerChild, spec: LoadSpec) => async (): Promise<RoundSide> => {
+          const m = await measure(child, spec, false);
+          return { cpuUsPerRequest: m.result.cpuUsPerRequest, rps: m.result.stats.rps };
+        };
+        const sides: [string, () => Promise<RoundSide>][] = [
+          ['app', once(app, appSpec)],
+          ['floor', once(floor, floorSpec)],
+        ];
+        const first: Record<string, RoundSide> = {
+          app: { cpuUsPerRequest: a.result.cpuUsPerRequest, rps: a.result.stats.rps },
+          floor: { cpuUsPerRequest: f.result.cpuUsPerRequest, rps: f.result.stats.rps },
+        };
+        for (const [name, peer] of peerChildren) {
+          const measured = peers.find((p) => p.name === name);
+          if (!ROUND_PEERS.has(name) || !measured) continue;
+          const expectBody = await checkPeer(scenario, name, peer.ready.url, check.floorBody);
+          sides.push([
+            name,
+            once(peer, { ...scenario.request(peer.ready.url), expectBody, normalize: ignoreBudgetCountdown }),
+          ]);
+          first[name] = { cpuUsPerRequest: measured.result.cpuUsPerRequest, rps: measured.result.stats.rps };
         }
-        const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
-        const line =
-          `${scenario.name} A/B over ${options.rounds} rounds, CPU µs/req: this build ${ours.map(Math.round).join(', ')} ` +
-          `(median ${Math.round(med(ours))}); compare ${theirs.map(Math.round).join(', ')} (median ${Math.round(med(theirs))}); ` +
-          `this/compare ${(med(ours) / med(theirs)).toFixed(3)}; load average ${os
-            .loadavg()
-            .map((l) => l.toFixed(2))
-            .join(' ')}`;
+        rounds = await measureRounds(first, sides, options.rounds);
+        const line = `${describeRounds(scenario.name, rounds)}\n  load average ${os
+          .loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')}`;
         abLines.push(line);
         log(line);
       }
       const result: ScenarioResult = {
         ...(peers.length ? { peers } : {}),
+        ...(rounds ? { rounds } : {}),
         name: scenario.name,
         description: scenario.description,
         app: a.result,
