@@ -135,7 +135,10 @@ try {
     // answer has no row description either: the store's check of it throws, and is ignored here.)
     let captured: { sql: string; params: readonly unknown[] } | undefined;
     const q: Queryable = {
-      query: async (sql, params = []) => (await q.queryResult<never>(sql, params)).rows,
+      query: async (sql, params = []) => {
+        captured ??= { sql, params };
+        return [];
+      },
       queryResult: async (sql, params = []) => {
         captured ??= { sql, params };
         return { rows: [], fields: [] };

@@ -123,12 +123,12 @@ const db: Database = {
   kind: 'pglite',
   identity: 'template',
   query: async (sql, params) => (await pglite.query<never>(sql, params as unknown[] | undefined)).rows,
-  queryResult: (sql, params) => pglite.query<never>(sql, params as unknown[] | undefined),
+  queryResult: (sql, params) => pglite.query<unknown[]>(sql, params as unknown[] | undefined, { rowMode: 'array' }),
   transaction: (fn) =>
     pglite.transaction((tx) =>
       fn({
         query: async (sql, params) => (await tx.query<never>(sql, params as unknown[] | undefined)).rows,
-        queryResult: (sql, params) => tx.query<never>(sql, params as unknown[] | undefined),
+        queryResult: (sql, params) => tx.query<unknown[]>(sql, params as unknown[] | undefined, { rowMode: 'array' }),
       }),
     ),
   ping: async () => void (await pglite.query('select 1')),

@@ -562,6 +562,16 @@ describe('database-rows', () => {
       );
     });
 
+    test('rows come as arrays in the order of their columns, and a reader takes its columns in any order', async () => {
+      const result = await db.queryResult(
+        'select updated_at, status, id, version, created_at, total_cents, customer_id from orders where id = $1',
+        ['ord_rows1'],
+      );
+      assert.deepEqual(result.rows, [[ORDER.updatedAt, 'paid', 'ord_rows1', 3, ORDER.createdAt, 1250, 'cus_rows1']]);
+      assert.deepEqual(orderRows.first(result), ORDER);
+      assert.deepEqual(orderRows.all(result), [ORDER]);
+    });
+
     test('every column a reader reads as non-null is `not null` in the migrated schema', async () => {
       for (const reader of [orderRows, orderItemRows, customerRows, productRows]) {
         const rows = await db.query<{ column_name: string }>(

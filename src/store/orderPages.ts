@@ -124,8 +124,6 @@ function sortedScan(
     order by ${column} ${direction}, o.id ${direction} limit ${part.limit}`;
 }
 
-type Row = Record<string, unknown> & { sort_key: string };
-
 /** A position's key as the statements write sort_key: REST's cursors from before connections hold RFC 3339 (ms). */
 function storedKey(key: string): string {
   return key.endsWith('Z') ? `${key.slice(0, 10)} ${key.slice(11, 23)}000+00` : key;
@@ -169,9 +167,11 @@ export async function scanOrders(
     after ? { position: after, inclusive: probing } : undefined,
     scan.limit + (probing ? 1 : 0),
   );
-  const result = await db.queryResult<Row>(page.sql, page.params);
+  const result = await db.queryResult(page.sql, page.params);
   const orders = orderRows.all(result);
-  let rows = orders.map((order, i) => ({ order, position: { key: result.rows[i]!.sort_key, id: order.id } }));
+  // The statement selects it after the order's columns (see `statement`).
+  const keyAt = result.fields.findIndex((f) => f.name === 'sort_key');
+  let rows = orders.map((order, i) => ({ order, position: { key: result.rows[i]![keyAt] as string, id: order.id } }));
   let behind = false;
   if (probing) {
     const first = rows[0];

@@ -7,6 +7,8 @@ import { isoTimestamp, TIMESTAMPTZ } from './timestamps.js';
 
 /** Statement spans' attributes for the embedded engine: PostgreSQL, in this process (no server address). */
 const ENGINE = { 'db.system.name': 'postgresql', 'orders.db.engine': 'pglite' } as const;
+/** queryResult's rows are arrays in the order of their fields (db.ts). */
+const ARRAYS = { rowMode: 'array' } as const;
 
 /**
  * Embedded PostgreSQL: one connection, which PGlite itself serializes around transactions. `loadDataDir` starts it
@@ -28,21 +30,23 @@ export async function openPglite(dataDir: string | 'memory', opts: { loadDataDir
     // An embedded database belongs to this process alone.
     identity: randomUUID(),
     async query<R>(sql: string, params?: readonly unknown[]) {
-      return (await db.queryResult<R>(sql, params)).rows;
-    },
-    queryResult<R>(sql: string, params?: readonly unknown[]): Promise<ResultSet<R>> {
       db.onStatement?.();
-      return traced(sql, ENGINE, () => pglite.query<R>(sql, params as unknown[] | undefined));
+      return (await traced(sql, ENGINE, () => pglite.query<R>(sql, params as unknown[] | undefined))).rows;
+    },
+    queryResult(sql: string, params?: readonly unknown[]): Promise<ResultSet> {
+      db.onStatement?.();
+      return traced(sql, ENGINE, () => pglite.query<unknown[]>(sql, params as unknown[] | undefined, ARRAYS));
     },
     transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       return pglite.transaction(async (inner) => {
         const tx: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
-            return (await tx.queryResult<R>(sql, params)).rows;
-          },
-          queryResult<R>(sql: string, params?: readonly unknown[]): Promise<ResultSet<R>> {
             db.onStatement?.();
-            return traced(sql, ENGINE, () => inner.query<R>(sql, params as unknown[] | undefined));
+            return (await traced(sql, ENGINE, () => inner.query<R>(sql, params as unknown[] | undefined))).rows;
+          },
+          queryResult(sql: string, params?: readonly unknown[]): Promise<ResultSet> {
+            db.onStatement?.();
+            return traced(sql, ENGINE, () => inner.query<unknown[]>(sql, params as unknown[] | undefined, ARRAYS));
           },
         };
         return fn(tx);

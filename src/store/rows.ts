@@ -47,8 +47,11 @@ const INTEGER: Kind<number> = { name: 'smallint or integer', oids: [21, 23], js:
 /** A timestamptz, which both drivers give as text in the API's form (timestamps.ts). */
 const TIMESTAMP: Kind<string> = { name: 'timestamptz', oids: [TIMESTAMPTZ], js: 'string', nullable: false };
 
-type Columns = Readonly<Record<string, Kind<unknown>>>;
-type RowOf<C extends Columns> = { readonly [K in keyof C]: C[K] extends Kind<infer V> ? V : never };
+/** The columns a reader reads, in the order its map takes their values. */
+type Columns = readonly (readonly [name: string, kind: Kind<unknown>])[];
+type ValuesOf<C extends Columns> = {
+  readonly [I in keyof C]: C[I] extends readonly [string, Kind<infer V>] ? V : never;
+};
 
 export interface RowReader<T> {
   /** The table whose rows these are, and the columns read as non-null (the catalogue test's subjects). */
@@ -64,42 +67,57 @@ function describe(fields: readonly ResultColumn[]): string {
   return fields.length ? fields.map((f) => `${f.name} (${f.dataTypeID})`).join(', ') : 'no columns';
 }
 
-function rowReader<C extends Columns, T>(
+/**
+ * A reader of `columns` (in the order `map` takes their values) from results whose rows are arrays (db.ts). A result
+ * whose first columns are those, in that order (what the statements select), is mapped as it is; any other order
+ * of them is put in that order first.
+ */
+function rowReader<const C extends Columns, T>(
   what: string,
   table: string,
   columns: C,
-  map: (row: RowOf<C>) => T,
+  map: (values: ValuesOf<C>) => T,
 ): RowReader<T> {
-  const expected = Object.entries(columns);
   const fail = (problem: string, fields: readonly ResultColumn[]): never => {
     throw new RowShapeError(
       `${what} rows do not have the shape store/rows.ts reads: ${problem} (the result has ${describe(fields)})`,
     );
   };
-  const check = ({ fields, rows }: ResultSet): void => {
+  /** Checks the description and the first row; answers each column's place in the rows, or null when in order. */
+  const check = ({ fields, rows }: ResultSet): number[] | null => {
     const first = rows[0];
-    for (const [name, kind] of expected) {
-      const field = fields.find((f) => f.name === name);
-      if (!field) fail(`column "${name}" is missing`, fields);
-      else if (!kind.oids.includes(field.dataTypeID))
+    let places: number[] | null = null;
+    columns.forEach(([name, kind], i) => {
+      const place = fields[i]?.name === name ? i : fields.findIndex((f) => f.name === name);
+      const field = fields[place];
+      if (!field) return fail(`column "${name}" is missing`, fields);
+      if (!kind.oids.includes(field.dataTypeID))
         fail(`column "${name}" has type OID ${field.dataTypeID}, not ${kind.name} (${kind.oids.join(' or ')})`, fields);
-      if (first === undefined) continue;
-      const value = first[name];
+      if (place !== i) places ??= columns.map((_, j) => j);
+      if (places) places[i] = place;
+      if (first === undefined) return;
+      const value = first[place];
       if (value === null ? !kind.nullable : typeof value !== kind.js)
         fail(`column "${name}" reads as ${value === null ? 'null' : typeof value}, not ${kind.js}`, fields);
-    }
+    });
+    return places;
   };
+  const inOrder = (row: readonly unknown[], places: readonly number[] | null) =>
+    (places ? places.map((p) => row[p]) : row) as unknown as ValuesOf<C>;
   return {
     table,
-    nonNull: expected.filter(([, kind]) => !kind.nullable).map(([name]) => name),
+    nonNull: columns.filter(([, kind]) => !kind.nullable).map(([name]) => name),
     all(result) {
-      check(result);
-      return (result.rows as RowOf<C>[]).map(map);
+      const places = check(result);
+      const rows = result.rows;
+      const out = new Array<T>(rows.length);
+      for (let i = 0; i < rows.length; i++) out[i] = map(inOrder(rows[i]!, places));
+      return out;
     },
     first(result) {
-      check(result);
-      const row = result.rows[0] as RowOf<C> | undefined;
-      return row ? map(row) : null;
+      const places = check(result);
+      const row = result.rows[0];
+      return row ? map(inOrder(row, places)) : null;
     },
   };
 }
@@ -121,51 +139,60 @@ function timestamp(value: string): string {
 export const orderRows = rowReader(
   'order',
   'orders',
-  {
-    id: TEXT,
-    customer_id: TEXT,
-    status: TEXT,
-    total_cents: INTEGER,
-    version: INTEGER,
-    created_at: TIMESTAMP,
-    updated_at: TIMESTAMP,
-  },
+  [
+    ['id', TEXT],
+    ['customer_id', TEXT],
+    ['status', TEXT],
+    ['total_cents', INTEGER],
+    ['version', INTEGER],
+    ['created_at', TIMESTAMP],
+    ['updated_at', TIMESTAMP],
+  ],
   (r): Order => ({
-    id: r.id,
-    customerId: r.customer_id,
-    status: status(r.status),
-    totalCents: r.total_cents,
-    version: r.version,
-    createdAt: timestamp(r.created_at),
-    updatedAt: timestamp(r.updated_at),
+    id: r[0],
+    customerId: r[1],
+    status: status(r[2]),
+    totalCents: r[3],
+    version: r[4],
+    createdAt: timestamp(r[5]),
+    updatedAt: timestamp(r[6]),
   }),
 );
 
 export const orderItemRows = rowReader(
   'order item',
   'order_items',
-  { order_id: TEXT, line_no: INTEGER, sku: TEXT, qty: INTEGER, unit_price_cents: INTEGER },
-  (r): OrderItem => ({
-    orderId: r.order_id,
-    lineNo: r.line_no,
-    sku: r.sku,
-    qty: r.qty,
-    unitPriceCents: r.unit_price_cents,
-  }),
+  [
+    ['order_id', TEXT],
+    ['line_no', INTEGER],
+    ['sku', TEXT],
+    ['qty', INTEGER],
+    ['unit_price_cents', INTEGER],
+  ],
+  (r): OrderItem => ({ orderId: r[0], lineNo: r[1], sku: r[2], qty: r[3], unitPriceCents: r[4] }),
 );
 
 export const customerRows = rowReader(
   'customer',
   'customers',
-  { id: TEXT, subject: NULLABLE_TEXT, name: TEXT, email: NULLABLE_TEXT },
-  (r): Customer => ({ id: r.id, subject: r.subject, name: r.name, email: r.email }),
+  [
+    ['id', TEXT],
+    ['subject', NULLABLE_TEXT],
+    ['name', TEXT],
+    ['email', NULLABLE_TEXT],
+  ],
+  (r): Customer => ({ id: r[0], subject: r[1], name: r[2], email: r[3] }),
 );
 
 export const productRows = rowReader(
   'product',
   'products',
-  { sku: TEXT, name: TEXT, price_cents: INTEGER },
-  (r): Product => ({ sku: r.sku, name: r.name, priceCents: r.price_cents }),
+  [
+    ['sku', TEXT],
+    ['name', TEXT],
+    ['price_cents', INTEGER],
+  ],
+  (r): Product => ({ sku: r[0], name: r[1], priceCents: r[2] }),
 );
 
 /** A timestamp in stored JSON (outbox payloads, idempotency records), in the same form whatever wrote it. */
