@@ -3,7 +3,8 @@
  * features: one front-door layer for /graphql (src/http/graphql/frontDoor.ts), the JSON body, the document's hash
  * worked out once and Apollo reached by hash alone (as src/http/graphql/persistedDocuments.ts hands it over), the
  * compiled query run from one plugin listener, the content type set in the head, the answer written once
- * (src/http/graphql/apolloMount.ts); no authentication, limits, cost, budget, masking or request log. It measures what
+ * (src/http/graphql/apolloMount.ts), requests and responses born with the app's prototypes
+ * (src/http/connections/expressPrototypes.ts); no authentication, limits, cost, budget, masking or request log. It measures what
  * the stack itself costs on the path the app takes, so the app's distance from it is its own features.
  */
 import { createServer } from 'node:http';
@@ -15,6 +16,7 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { expressPrototypes } from '../../src/http/connections/expressPrototypes.js';
 import { apolloMiddleware } from '../../src/http/graphql/apolloMount.js';
 import { frontDoor } from '../../src/http/graphql/frontDoor.js';
 import { createJitExecutor } from '../../src/http/pipeline/jitExecutor.js';
@@ -89,7 +91,11 @@ try {
   app.get('/metrics', (_req, res) => {
     res.type('text/plain; version=0.0.4').send(data.metricsText());
   });
-  const server = createServer(app);
+  // Requests and responses born with the app's prototypes, as src/server.ts makes them, so that Express's
+  // per-request Object.setPrototypeOf changes nothing here either.
+  const born = expressPrototypes();
+  born.adopt(app);
+  const server = createServer({ IncomingMessage: born.IncomingMessage, ServerResponse: born.ServerResponse }, app);
   // With --profile, its CPU profile goes beside the app's: what the app does beyond the stack, function by function.
   const profiler = process.env.BENCH_PROFILE_DIR ? createProfiler(process.env.BENCH_PROFILE_DIR) : null;
   await serveHttpToParent(
