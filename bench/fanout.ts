@@ -41,7 +41,11 @@ const USAGE = `usage: npm run bench -- --fanout [options]
   --spacing <ms>        pause between one event's last delivery and the next write (default 500)
   --rounds <n>          blocks of events the app and the floor take in turn, each its share of --events
                         (default 4)
-  --profile             CPU-profile the app while the measured events fan out (slows it)
+  --profile             CPU-profile the app while it holds its subscribers with no event, and while the measured
+                        events fan out (slows it)
+  --no-production       measure the development instance that serves the embedded IdP, as before; by default the
+                        measured app is a replica configured as in production (NODE_ENV=production), whose issuer
+                        is that instance in another process, as \`npm run bench\` measures it
   --tsx                 run the app from the sources through tsx instead of dist/; by default it runs the tsc
                         build in dist/ (\`npm run build\` first; \`npm run bench\` builds it), as production does
   --compiled            accepted for older command lines: the default
@@ -82,6 +86,7 @@ function parseOptions(args: string[]) {
       spacing: { type: 'string', default: '500' },
       rounds: { type: 'string', default: '4' },
       profile: { type: 'boolean', default: false },
+      production: { type: 'boolean', default: true },
       compiled: { type: 'boolean', default: true },
       tsx: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -125,6 +130,7 @@ function parseOptions(args: string[]) {
     spacingMs: int('spacing', values.spacing, 0, 10_000),
     rounds: int('rounds', values.rounds, 1, events),
     profile: values.profile,
+    production: values.production,
     compiled: !values.tsx,
   };
 }
@@ -286,6 +292,8 @@ export interface FanoutResult {
     /** Blocks of events the app and the floor took in turn. */
     readonly rounds: number;
     readonly profiled: boolean;
+    /** The app ran as in production (NODE_ENV=production, its issuer another process); absent in older results. */
+    readonly production?: boolean;
     readonly compiled: boolean;
   };
   readonly deliveries: {
@@ -504,6 +512,17 @@ async function measure(
 ): Promise<number> {
   const { databaseUrl, schema } = env;
   log(`PostgreSQL ${redacted(databaseUrl)}, schema ${schema}, event bus ${env.mode}; ${IMAGE_ALLOCATOR.name}`);
+  // The issuer of the subscribers' tokens: a development instance with the embedded IdP, in a process of its own,
+  // so that the measured replica runs as in production and never serves the IdP (as `npm run bench` measures it).
+  const idp = options.production
+    ? await startChild('idp', './appServer.ts', {
+        DATABASE_URL: databaseUrl,
+        DATABASE_SCHEMA: schema,
+        REDIS_URL: env.redisUrl,
+        BENCH_COMPILED: options.compiled ? '1' : undefined,
+      })
+    : null;
+  if (idp) log(`issuer (development, embedded IdP) at ${idp.ready.issuer}`);
   const app: ServerChild = await startChild(
     'app',
     './appServer.ts',
@@ -511,6 +530,7 @@ async function measure(
       DATABASE_URL: databaseUrl,
       DATABASE_SCHEMA: schema,
       REDIS_URL: env.redisUrl,
+      ...(idp ? { BENCH_OIDC_ISSUER: idp.ready.issuer, NODE_ENV: 'production' } : {}),
       BENCH_PROFILE_DIR: options.profile ? env.profileDir : undefined,
       BENCH_COMPILED: options.compiled ? '1' : undefined,
       // Every subscriber connects from this machine's one address.
@@ -521,8 +541,8 @@ async function measure(
     ['--expose-gc'],
   );
   const url = app.ready.url;
-  const issuer = app.ready.issuer!;
-  log(`app listening at ${url}`);
+  const issuer = idp?.ready.issuer ?? app.ready.issuer!;
+  log(`app (${idp ? 'production' : 'development, embedded IdP'}) listening at ${url}`);
 
   // Tokens for many users, signed with the embedded IdP's own key as auth.test.ts (block bearer-tokens) does.
   const admin = await connect(databaseUrl, schema);
@@ -712,7 +732,10 @@ async function measure(
   const sample = (await reportsOf([])).find((r) => r.sample)?.sample;
   if (!sample) throw new Error('no subscriber received a next message to copy for the floor');
   const floor = await openFloor(sample, options, now);
+  // With --profile, the hold is profiled on its own: what the app does with its subscribers and no event.
+  if (options.profile) await app.request('profile-start');
   const holding = await holdingCost(app, floor, now);
+  const holdProfile = options.profile ? ((await app.request('profile-stop')) as string) : undefined;
 
   // The measured events, one at a time, in blocks that alternate between the app and the floor.
   const timings: EventTiming[] = [];
@@ -854,6 +877,7 @@ async function measure(
       spacingMs: options.spacingMs,
       rounds: options.rounds,
       profiled: options.profile,
+      production: options.production,
       compiled: options.compiled,
     },
     deliveries: { received: latencies.length, expected, missing, duplicates, outOfOrderSubscriptions: outOfOrder },
@@ -906,6 +930,12 @@ async function measure(
 
   lastResult = result;
   console.log(render(result));
+  if (holdProfile) {
+    const path = join(env.profileDir, `fanout-${env.mode}-holding.cpuprofile`);
+    await rename(holdProfile, path);
+    const summary = await summarizeProfile(path);
+    console.log(`\n${renderProfile(`holding ${f0(options.subscribers)} subscribers with no event`, path, summary)}`);
+  }
   let profile: { path: string; summary: ProfileSummary } | undefined;
   if (profilePath) {
     const path = join(env.profileDir, `fanout-${env.mode}.cpuprofile`);
@@ -981,7 +1011,8 @@ function render(r: FanoutResult): string {
     `subscription${m.subscriptionsPerConnection > 1 ? 's' : ''}, ` +
     `${m.users} staff users${m.customers ? ` and ${m.customers} customers` : ''}, ${m.clientProcesses} subscriber processes), ${m.events} orders placed over REST ` +
     `${m.spacingMs} ms apart in ${m.rounds} blocks taken in turn with the floor, event bus: ${m.eventBus}, ${m.cpus} CPUs, Node ${m.node}, ` +
-    `app ${m.compiled ? 'compiled (dist/)' : 'from the sources (tsx)'}` +
+    `app ${m.production === false ? 'in development (serving the embedded IdP)' : 'in production (its issuer another process)'}, ` +
+    `${m.compiled ? 'compiled (dist/)' : 'from the sources (tsx)'}` +
     (m.profiled ? ' — PROFILED, latencies are inflated by the profiler' : '');
   const latencyTable = table([
     ['latency: write sent → `next` received', 'ms'],
