@@ -76,6 +76,7 @@ const redacted = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***
 function parseOptions(args: string[]) {
   const { values } = parseArgs({
     args,
+    allowNegative: true,
     options: {
       subscribers: { type: 'string', default: '5000' },
       'per-connection': { type: 'string', default: '1' },
