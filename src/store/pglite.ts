@@ -25,29 +25,27 @@ export async function openPglite(dataDir: string | 'memory', opts: { loadDataDir
   });
   await pglite.waitReady;
 
+  /** One statement of the program's, counted (onStatement) and in its span: query and queryResult alike. */
+  const send = <R>(on: Pick<PGlite, 'query'>, sql: string, params?: readonly unknown[], options?: typeof ARRAYS) => {
+    db.onStatement?.();
+    return traced(sql, ENGINE, () => on.query<R>(sql, params as unknown[] | undefined, options));
+  };
   const db: Database = {
     kind: 'pglite',
     // An embedded database belongs to this process alone.
     identity: randomUUID(),
     async query<R>(sql: string, params?: readonly unknown[]) {
-      db.onStatement?.();
-      return (await traced(sql, ENGINE, () => pglite.query<R>(sql, params as unknown[] | undefined))).rows;
+      return (await send<R>(pglite, sql, params)).rows;
     },
-    queryResult(sql: string, params?: readonly unknown[]): Promise<ResultSet> {
-      db.onStatement?.();
-      return traced(sql, ENGINE, () => pglite.query<unknown[]>(sql, params as unknown[] | undefined, ARRAYS));
-    },
+    queryResult: (sql: string, params?: readonly unknown[]): Promise<ResultSet> =>
+      send<unknown[]>(pglite, sql, params, ARRAYS),
     transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       return pglite.transaction(async (inner) => {
         const tx: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
-            db.onStatement?.();
-            return (await traced(sql, ENGINE, () => inner.query<R>(sql, params as unknown[] | undefined))).rows;
+            return (await send<R>(inner, sql, params)).rows;
           },
-          queryResult(sql: string, params?: readonly unknown[]): Promise<ResultSet> {
-            db.onStatement?.();
-            return traced(sql, ENGINE, () => inner.query<unknown[]>(sql, params as unknown[] | undefined, ARRAYS));
-          },
+          queryResult: (sql: string, params?: readonly unknown[]) => send<unknown[]>(inner, sql, params, ARRAYS),
         };
         return fn(tx);
       });

@@ -183,6 +183,15 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
     'server.port': Number(server.port || 5432),
     'orders.db.engine': 'postgres',
   } as const;
+  /**
+   * One statement of the program's, counted (onStatement) and in its span, on the transaction's client or else on a
+   * pooled one: query and queryResult alike.
+   */
+  const send = <R>(sql: string, params: readonly unknown[] | undefined, arrays: boolean, client?: pg.PoolClient) => {
+    db.onStatement?.();
+    const on = (c: pg.PoolClient) => traced(sql, engine, () => run<R>(c, sql, params, arrays));
+    return client ? on(client) : withClient(on);
+  };
   const db: Database = {
     kind: 'postgres',
     identity: createHash('sha256')
@@ -190,24 +199,18 @@ export async function openPostgres(url: string, schema?: string): Promise<Databa
       .digest('hex')
       .slice(0, 16),
     async query<R>(sql: string, params?: readonly unknown[]) {
-      db.onStatement?.();
-      return (await withClient((client) => traced(sql, engine, () => run<{ rows: R[] }>(client, sql, params)))).rows;
+      return (await send<{ rows: R[] }>(sql, params, false)).rows;
     },
     async queryResult(sql: string, params?: readonly unknown[]): Promise<ResultSet> {
-      db.onStatement?.();
-      return withClient((client) => traced(sql, engine, () => run<ResultSet>(client, sql, params, true)));
+      return send<ResultSet>(sql, params, true);
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       return withClient(async (client, discard) => {
         const tx: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
-            db.onStatement?.();
-            return (await traced(sql, engine, () => run<{ rows: R[] }>(client, sql, params))).rows;
+            return (await send<{ rows: R[] }>(sql, params, false, client)).rows;
           },
-          queryResult(sql: string, params?: readonly unknown[]): Promise<ResultSet> {
-            db.onStatement?.();
-            return traced(sql, engine, () => run<ResultSet>(client, sql, params, true));
-          },
+          queryResult: (sql: string, params?: readonly unknown[]) => send<ResultSet>(sql, params, true, client),
         };
         await run(client, 'begin');
         try {
